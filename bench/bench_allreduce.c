@@ -20,6 +20,7 @@
  *       a bare MPI_Allreduce of 4 B .. 64 MB (the scaling model's latency and bandwidth).
  *
  * The PyTorch DistributedDataParallel peer (gloo) is bench/peers/torch_ddp.py. */
+#include "../tools/mnist_nets.h"
 #include "vigil/vigil.h"
 #include <math.h>
 #include <stdio.h>
@@ -48,19 +49,8 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 static vg_output model(vg_graph *g, vg_output x, bool cnn) {
-    if (!cnn) {
-        vg_output h = vg_layers_dense(g, x, 256, VG_ACT_RELU, NULL);
-        h = vg_layers_dense(g, h, 256, VG_ACT_RELU, NULL);
-        return vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
-    }
-    vg_output h = vg_reshape_c(g, x, (int64_t[]){-1, 28, 28, 1}, 4, NULL);
-    h = vg_layers_conv2d(g, h, 32, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-    h = vg_layers_max_pooling2d(g, h, 2, 2, "SAME", NULL);
-    h = vg_layers_conv2d(g, h, 64, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-    h = vg_layers_max_pooling2d(g, h, 2, 2, "SAME", NULL);
-    h = vg_layers_flatten(g, h, NULL);
-    h = vg_layers_dense(g, h, 128, VG_ACT_RELU, NULL);
-    return vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
+    if (!cnn) return mnist_mlp(g, x);
+    return mnist_cnn(g, vg_reshape_c(g, x, (int64_t[]){-1, 28, 28, 1}, 4, NULL), "SAME");
 }
 
 /* This rank's shard of Fashion-MNIST (random data when it is missing). */

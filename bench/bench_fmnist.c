@@ -129,13 +129,12 @@ int main(int argc, char **argv) {
     const char *model = "mlp";
     int epochs = 1, threads = 1, rounds = 3;
     bool peer = true;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--no-peer")) peer = false;
-    }
+    const bench_arg args[] = {{"--model", 's', &model},
+                              {"--epochs", 'i', &epochs},
+                              {"--threads", 'i', &threads},
+                              {"--rounds", 'i', &rounds},
+                              {"--no-peer", 'f', &peer}};
+    for (int i = 1; i < argc; i++) bench_match_arg(argc, argv, &i, args, (int)(sizeof args / sizeof args[0]));
     if (rounds < 1) rounds = 1;
     if (rounds > 16) rounds = 16;
     char self[2048], vigil[2100];

@@ -272,16 +272,13 @@ int main(int argc, char **argv) {
     const char *model = "mobilenet";
     int threads = 1, batch = 0, size = 0, steps = 5, rounds = 3;
     bool peer = true, prof = false, bf16 = false;
+    const bench_arg args[] = {{"--model", 's', &model},  {"--threads", 'i', &threads}, {"--batch", 'i', &batch},
+                              {"--size", 'i', &size},    {"--steps", 'i', &steps},     {"--rounds", 'i', &rounds},
+                              {"--no-peer", 'f', &peer}, {"--profile", 't', &prof}};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--size") && i + 1 < argc) size = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--no-peer")) peer = false;
-        else if (!strcmp(argv[i], "--profile")) prof = true;
-        else if (!strcmp(argv[i], "--nodes") && i + 1 < argc) prof = true, g_nodes = argv[++i];
+        if (bench_match_arg(argc, argv, &i, args, (int)(sizeof args / sizeof args[0]))) continue;
+        if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
+            prof = true, g_nodes = argv[++i];
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
             const char *p = argv[++i];
             if (strcmp(p, "bf16") && strcmp(p, "fp32")) {

@@ -27,9 +27,10 @@
  * GFLOP/s where a kernel does fewer multiplies, as Winograd), the probed per-core FMA
  * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
  * fraction of peak of both, and the FLOP-limit step time at the peak x threads. */
+#include "../tools/mnist_nets.h"
 #include "bench_util.h"
-#include "roofline.h"
 #include "io/io.h"
+#include "roofline.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -198,16 +199,12 @@ int main(int argc, char **argv) {
     bool peer = true, profile = false;
     int scaling = 0;
     bool bf16 = false;
+    const bench_arg args[] = {{"--model", 's', &model},     {"--threads", 'i', &threads}, {"--inter", 'i', &inter},
+                              {"--steps", 'i', &steps},     {"--rounds", 'i', &rounds},   {"--no-peer", 'f', &peer},
+                              {"--profile", 't', &profile}, {"--scaling", 'i', &scaling}};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--inter") && i + 1 < argc) inter = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--no-peer")) peer = false;
-        else if (!strcmp(argv[i], "--profile")) profile = true;
-        else if (!strcmp(argv[i], "--scaling") && i + 1 < argc) scaling = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) bf16 = !strcmp(argv[++i], "bf16");
+        if (bench_match_arg(argc, argv, &i, args, (int)(sizeof args / sizeof args[0]))) continue;
+        if (!strcmp(argv[i], "--precision") && i + 1 < argc) bf16 = !strcmp(argv[++i], "bf16");
     }
     bool cnn = !strcmp(model, "cnn");
     if (steps < 0) steps = cnn ? 60 : 1000;
@@ -245,20 +242,7 @@ int main(int argc, char **argv) {
     vg_graph_set_seed(g, 1);
     vg_output x = cnn ? vg_placeholder(g, VG_FLOAT, xd, 4, "x") : vg_placeholder(g, VG_FLOAT, xd2, 2, "x");
     vg_output y = vg_placeholder(g, VG_INT64, yd, 1, "y");
-    vg_output logits;
-    if (cnn) {
-        vg_output h = vg_layers_conv2d(g, x, 32, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
-        h = vg_layers_conv2d(g, h, 64, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
-        h = vg_layers_flatten(g, h, NULL);
-        h = vg_layers_dense(g, h, 128, VG_ACT_RELU, NULL);
-        logits = vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
-    } else {
-        vg_output h = vg_layers_dense(g, x, 256, VG_ACT_RELU, NULL);
-        h = vg_layers_dense(g, h, 256, VG_ACT_RELU, NULL);
-        logits = vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
-    }
+    vg_output logits = cnn ? mnist_cnn(g, x, "VALID") : mnist_mlp(g, x);
     vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
     vg_optimizer *opt = cnn ? vg_optimizer_new_adam(1e-3, 0.9, 0.999, 1e-8) : vg_optimizer_new_sgd(0.1);
     vg_output gs = vg_get_or_create_global_step(g);

@@ -2,6 +2,7 @@
  * benchmark programs share (header-only, static inline). */
 #ifndef VG_BENCH_UTIL_H
 #define VG_BENCH_UTIL_H
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,32 @@ static inline int bench_mnist_files(const char *dir, const char *prog, const cha
     if (access(img, R_OK) == 0 && access(lab, R_OK) == 0) return 1;
     fprintf(stderr, "%s: %s not found; skipping\n", prog, img);
     printf("{\"bench\":\"%s\",\"skipped\":true}\n", bench);
+    return 0;
+}
+
+/* One command-line option of a benchmark: kind 's' "--name VALUE" into a const char *,
+ * 'i' "--name N" into an int (atoi), 't' / 'f' a bare "--name" setting a bool true /
+ * false; dst points at the variable. */
+typedef struct bench_arg {
+    const char *name;
+    char kind;
+    void *dst;
+} bench_arg;
+
+/* Whether argv[*i] is one of args (a value option only when a value follows): then
+ * stores it, moves *i past a value and returns 1; else 0. */
+static inline int bench_match_arg(int argc, char **argv, int *i, const bench_arg *args, int n) {
+    for (int k = 0; k < n; k++) {
+        const bench_arg *a = &args[k];
+        bool value = a->kind == 's' || a->kind == 'i';
+        if (strcmp(argv[*i], a->name) || (value && *i + 1 >= argc)) continue;
+        switch (a->kind) {
+        case 's': *(const char **)a->dst = argv[++*i]; break;
+        case 'i': *(int *)a->dst = atoi(argv[++*i]); break;
+        default: *(bool *)a->dst = a->kind == 't'; break;
+        }
+        return 1;
+    }
     return 0;
 }
 

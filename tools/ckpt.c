@@ -81,19 +81,7 @@ static bool resolve_prefix(const char *path, char *out, size_t len) {
     return true;
 }
 
-static double elem(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_UINT8: return ((const uint8_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_BOOL: return ((const bool *)d)[i];
-    case VG_HALF: return vg_half_to_float(((const uint16_t *)d)[i]);
-    default: return NAN;
-    }
-}
+static double elem(const vg_tensor *t, int64_t i) { return cli_tensor_elem(t, i, NAN); }
 
 static void print_string(const char *s, size_t len) {
     putchar('"');
@@ -304,20 +292,9 @@ static int show_tensor(vg_checkpoint_reader *r, const char *name, bool with_stat
 int cli_ckpt(int argc, char **argv) {
     const char *path = NULL, *tensor = NULL;
     bool with_stats = false;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        bool missing = false;
-        if (cli_opt(argc, argv, &i, "--tensor", &v, &missing)) {
-            if (missing) return cli_usage_error("ckpt", "--tensor needs a tensor name");
-            tensor = v;
-        } else if (!strcmp(argv[i], "--stats")) {
-            with_stats = true;
-        } else {
-            int rc = cli_other_arg("ckpt", ckpt_help, argv[i], &path);
-            if (rc >= 0) return rc;
-        }
-    }
-    if (!path) return cli_usage_error("ckpt", "missing <dir|prefix>");
+    const cli_optdef opts[] = {{"--tensor", "a tensor name", &tensor, NULL}, {"--stats", NULL, NULL, &with_stats}};
+    int prc = cli_parse_opts(argc, argv, "ckpt", ckpt_help, opts, 2, &path, "<dir|prefix>");
+    if (prc >= 0) return prc;
     char prefix[4096];
     if (!resolve_prefix(path, prefix, sizeof prefix)) return 1;
     vg_status st;

@@ -59,6 +59,23 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val, 
  * option (usage error, 2); the first other argument goes into *path (returns -1: the
  * loop goes on), a second one is unexpected (usage error, 2). cmd names the command. */
 int cli_other_arg(const char *cmd, const char *help, const char *arg, const char **path);
+/* A subcommand's whole option loop for the simple cases: each argument is one of
+ * opts (a "--name VALUE" / "--name=VALUE" string option when str is set, missing a
+ * value: usage error "<name> needs <needs>"; a bare "--name" switch when flag is set),
+ * else goes to cli_other_arg (help, unknown options, the one positional argument into
+ * *path; when none came: usage error "missing <what_path>"). Returns -1 when all
+ * parsed, else the exit status to return. */
+typedef struct cli_optdef {
+    const char *name;
+    const char *needs;
+    const char **str;
+    bool *flag;
+} cli_optdef;
+int cli_parse_opts(int argc, char **argv, const char *cmd, const char *help, const cli_optdef *opts, int nopts,
+                   const char **path, const char *what_path);
+/* Element i of a numeric tensor (float, double, int32, int64, uint8, bool, half) as a
+ * double; `other` for the other dtypes. */
+double cli_tensor_elem(const vg_tensor *t, int64_t i, double other);
 /* Strict number parsing: the whole string must be a number (in range). */
 bool cli_parse_i64(const char *s, int64_t *out);
 bool cli_parse_double(const char *s, double *out);

@@ -157,18 +157,9 @@ static void print_tsv(void *payload, const char *file, int64_t step, double wall
 
 int cli_events(int argc, char **argv) {
     const char *path = NULL, *tags = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        bool missing = false;
-        if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
-            if (missing) return cli_usage_error("events", "--tags needs a comma-separated list");
-            tags = v;
-        } else {
-            int rc = cli_other_arg("events", events_help, argv[i], &path);
-            if (rc >= 0) return rc;
-        }
-    }
-    if (!path) return cli_usage_error("events", "missing <dir|file>");
+    const cli_optdef opts[] = {{"--tags", "a comma-separated list", &tags, NULL}};
+    int prc = cli_parse_opts(argc, argv, "events", events_help, opts, 1, &path, "<dir|file>");
+    if (prc >= 0) return prc;
     tsv_ctx c = {NULL, 0};
     if (tags && !(c.tags = cli_split_list(tags, &c.ntags))) return cli_fail("out of memory");
     char **files;

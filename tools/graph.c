@@ -213,18 +213,9 @@ static void print_functions(const uint8_t *gd, size_t len) {
 
 int cli_graph(int argc, char **argv) {
     const char *path = NULL, *tags_arg = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        bool missing = false;
-        if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
-            if (missing) return cli_usage_error("graph", "--tags needs a comma-separated tag list");
-            tags_arg = v;
-        } else {
-            int rc = cli_other_arg("graph", graph_help, argv[i], &path);
-            if (rc >= 0) return rc;
-        }
-    }
-    if (!path) return cli_usage_error("graph", "missing FILE");
+    const cli_optdef opts[] = {{"--tags", "a comma-separated tag list", &tags_arg, NULL}};
+    int prc = cli_parse_opts(argc, argv, "graph", graph_help, opts, 1, &path, "FILE");
+    if (prc >= 0) return prc;
     struct stat sb;
     if (stat(path, &sb) != 0) return cli_fail("cannot open %s", path);
     bool saved_model = S_ISDIR(sb.st_mode), meta = ends_with(path, ".meta");
@@ -490,19 +481,6 @@ static bool is_npy_arg(const char *v) {
     return n > 4 && strcmp(v + n - 4, ".npy") == 0;
 }
 
-static double elem_as_double(const vg_tensor *t, int64_t i) {
-    const void *p = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)p)[i];
-    case VG_DOUBLE: return ((const double *)p)[i];
-    case VG_INT32: return ((const int32_t *)p)[i];
-    case VG_INT64: return (double)((const int64_t *)p)[i];
-    case VG_UINT8: return ((const uint8_t *)p)[i];
-    case VG_BOOL: return ((const bool *)p)[i];
-    default: return 0;
-    }
-}
-
 /* A .npy array for signature input t, converted to t's numeric dtype when it differs
  * (NumPy's default float64 arrays fed to float32 inputs, as session.run's feed does). */
 static vg_tensor *read_npy_input(const char *path, vg_output t, vg_status *st) {
@@ -522,7 +500,7 @@ static vg_tensor *read_npy_input(const char *path, vg_output t, vg_status *st) {
     vg_tensor *y = vg_tensor_new(want, dims, nd, st);
     void *q = y ? vg_tensor_data(y) : NULL;
     for (int64_t i = 0; y && i < vg_tensor_num_elements(x); i++) {
-        double d = elem_as_double(x, i);
+        double d = cli_tensor_elem(x, i, 0); /* float16 arrays convert too */
         switch (want) {
         case VG_FLOAT: ((float *)q)[i] = (float)d; break;
         case VG_DOUBLE: ((double *)q)[i] = d; break;

@@ -147,6 +147,44 @@ int cli_other_arg(const char *cmd, const char *help, const char *arg, const char
     return -1;
 }
 
+int cli_parse_opts(int argc, char **argv, const char *cmd, const char *help, const cli_optdef *opts, int nopts,
+                   const char **path, const char *what_path) {
+    for (int i = 1; i < argc; i++) {
+        int k = 0;
+        for (; k < nopts; k++) {
+            const char *v = NULL;
+            bool missing = false;
+            if (opts[k].str && cli_opt(argc, argv, &i, opts[k].name, &v, &missing)) {
+                if (missing) return cli_usage_error(cmd, "%s needs %s", opts[k].name, opts[k].needs);
+                *opts[k].str = v;
+                break;
+            }
+            if (opts[k].flag && !strcmp(argv[i], opts[k].name)) {
+                *opts[k].flag = true;
+                break;
+            }
+        }
+        if (k < nopts) continue;
+        int rc = cli_other_arg(cmd, help, argv[i], path);
+        if (rc >= 0) return rc;
+    }
+    return *path ? -1 : cli_usage_error(cmd, "missing %s", what_path);
+}
+
+double cli_tensor_elem(const vg_tensor *t, int64_t i, double other) {
+    const void *d = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_FLOAT: return ((const float *)d)[i];
+    case VG_DOUBLE: return ((const double *)d)[i];
+    case VG_INT32: return ((const int32_t *)d)[i];
+    case VG_UINT8: return ((const uint8_t *)d)[i];
+    case VG_INT64: return (double)((const int64_t *)d)[i];
+    case VG_BOOL: return ((const bool *)d)[i];
+    case VG_HALF: return vg_half_to_float(((const uint16_t *)d)[i]);
+    default: return other;
+    }
+}
+
 bool cli_parse_i64(const char *s, int64_t *out) {
     if (!s || !*s) return false;
     char *end;

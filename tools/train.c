@@ -25,7 +25,9 @@
  * "test_accuracy=<value>".
  */
 #include "cli.h"
+#include "mnist_nets.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -484,18 +485,7 @@ static vg_output build_model(vg_graph *g, vg_output x, const train_opts *o) {
         vg_rnn_cell_free(cell);
         return vg_layers_dense(g, fin[1], 10, VG_ACT_NONE, NULL);
     }
-    if (o->cnn) {
-        vg_output h = vg_layers_conv2d(g, x, 32, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
-        h = vg_layers_conv2d(g, h, 64, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
-        h = vg_layers_flatten(g, h, NULL);
-        h = vg_layers_dense(g, h, 128, VG_ACT_RELU, NULL);
-        return vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
-    }
-    vg_output h = vg_layers_dense(g, x, 256, VG_ACT_RELU, NULL);
-    h = vg_layers_dense(g, h, 256, VG_ACT_RELU, NULL);
-    return vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
+    return o->cnn ? mnist_cnn(g, x, "VALID") : mnist_mlp(g, x);
 }
 
 static vg_optimizer *make_optimizer(const train_opts *o) {

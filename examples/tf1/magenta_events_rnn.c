@@ -89,32 +89,23 @@ static int melody_event(int pos) {
     return scale[(pos / 2) % 8] - MIN_NOTE + NUM_SPECIAL_MELODY_EVENTS;
 }
 
-static int write_melodies(const char *path, int n, unsigned seed) {
-    vg_status st;
-    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
-    if (!w) return fprintf(stderr, "%s\n", st.msg), 1;
-    int rc = 0;
-    float inputs[24 * INPUT_SIZE];
-    int64_t labels[24];
-    for (int i = 0; i < n && !rc; i++) {
-        int len = 9 + (int)(rand_r(&seed) % 16), phase = (int)(rand_r(&seed) % 16);
-        int events[25];
-        for (int t = 0; t < len; t++) events[t] = melody_event(phase + t);
-        /* encoder_decoder.encode: inputs = one-hot of events[0 .. len-2], labels = events[1 .. len-1] */
-        memset(inputs, 0, sizeof inputs);
-        for (int t = 0; t + 1 < len; t++) {
-            inputs[t * INPUT_SIZE + events[t]] = 1.0f;
-            labels[t] = events[t + 1];
-        }
-        vg_sequence_example *se = vg_sequence_example_new();
-        size_t blen;
-        const void *b = make_sequence_example(se, inputs, INPUT_SIZE, labels, len - 1, &blen, &st);
-        if (!b || vg_tfrecord_writer_write(w, b, blen, &st) != VG_OK) rc = 1;
-        vg_sequence_example_free(se);
+/* One melody of 9..24 events at a random phase, encoded (encoder_decoder.encode): inputs
+ * = one-hot of events[0 .. len-2], labels = events[1 .. len-1]. ctx: the rand_r seed. */
+static int melody_example(void *ctx, float *inputs, int64_t *labels) {
+    unsigned *seed = ctx;
+    int len = 9 + (int)(rand_r(seed) % 16), phase = (int)(rand_r(seed) % 16);
+    int events[25];
+    for (int t = 0; t < len; t++) events[t] = melody_event(phase + t);
+    memset(inputs, 0, 24 * INPUT_SIZE * sizeof *inputs);
+    for (int t = 0; t + 1 < len; t++) {
+        inputs[t * INPUT_SIZE + events[t]] = 1.0f;
+        labels[t] = events[t + 1];
     }
-    if (vg_tfrecord_writer_close(w, &st) != VG_OK) rc = 1;
-    if (rc) fprintf(stderr, "%s\n", st.msg);
-    return rc;
+    return len - 1;
+}
+
+static int write_melodies(const char *path, int n, unsigned seed) {
+    return write_sequence_examples(path, n, INPUT_SIZE, 24, melody_example, &seed);
 }
 
 /* ---- events_rnn_graph.py ------------------------------------------------------ */

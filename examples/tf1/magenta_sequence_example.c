@@ -20,30 +20,22 @@
 
 #define INPUT_SIZE 8
 
-static int make_data(const char *path, int n) {
-    vg_status st;
-    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
-    if (!w) return fprintf(stderr, "%s\n", st.msg), 1;
-    unsigned seed = 7;
-    float inputs[12 * INPUT_SIZE];
-    int64_t labels[12];
-    int rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        int steps = 3 + (int)(rand_r(&seed) % 10);
-        for (int t = 0; t < steps; t++) {
-            labels[t] = rand_r(&seed) % INPUT_SIZE;
-            for (int k = 0; k < INPUT_SIZE; k++)
-                inputs[t * INPUT_SIZE + k] = (k == labels[t] ? 1.0f : 0.0f) + 0.3f * ((float)(rand_r(&seed) % 1000) / 1000.0f);
-        }
-        vg_sequence_example *se = vg_sequence_example_new();
-        size_t len;
-        const void *b = make_sequence_example(se, inputs, INPUT_SIZE, labels, steps, &len, &st);
-        if (!b || vg_tfrecord_writer_write(w, b, len, &st) != VG_OK) rc = 1;
-        vg_sequence_example_free(se);
+/* 3..12 steps of one-hot labels plus noise as inputs. ctx: the rand_r seed. */
+static int noisy_example(void *ctx, float *inputs, int64_t *labels) {
+    unsigned *seed = ctx;
+    int steps = 3 + (int)(rand_r(seed) % 10);
+    for (int t = 0; t < steps; t++) {
+        labels[t] = rand_r(seed) % INPUT_SIZE;
+        for (int k = 0; k < INPUT_SIZE; k++)
+            inputs[t * INPUT_SIZE + k] =
+                (k == labels[t] ? 1.0f : 0.0f) + 0.3f * ((float)(rand_r(seed) % 1000) / 1000.0f);
     }
-    if (vg_tfrecord_writer_close(w, &st) != VG_OK) rc = 1;
-    if (rc) fprintf(stderr, "%s\n", st.msg);
-    return rc;
+    return steps;
+}
+
+static int make_data(const char *path, int n) {
+    unsigned seed = 7;
+    return write_sequence_examples(path, n, INPUT_SIZE, 12, noisy_example, &seed);
 }
 
 int main(int argc, char **argv) {

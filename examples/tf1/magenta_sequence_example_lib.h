@@ -9,6 +9,7 @@
 #include "vigil/vigil.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define QUEUE_CAPACITY 500
 #define SHUFFLE_MIN_AFTER_DEQUEUE (QUEUE_CAPACITY / 5)
@@ -22,6 +23,49 @@ static inline const void *make_sequence_example(vg_sequence_example *se, const f
         if (vg_sequence_example_append_int64(se, "labels", labels + t, 1, st) != VG_OK) return NULL;
     }
     return vg_sequence_example_serialize(se, len, st);
+}
+
+/* Writes make_sequence_example(inputs, labels) as one record of w: 0, or 1 with st set. */
+static inline int write_sequence_example(vg_tfrecord_writer *w, const float *inputs, int input_size,
+                                         const int64_t *labels, int steps, vg_status *st) {
+    vg_sequence_example *se = vg_sequence_example_new();
+    size_t len;
+    const void *b = make_sequence_example(se, inputs, input_size, labels, steps, &len, st);
+    int rc = !b || vg_tfrecord_writer_write(w, b, len, st) != VG_OK;
+    vg_sequence_example_free(se);
+    return rc;
+}
+
+/* The end of writing a record file: closes w; rc (0 / 1) becomes 1 when the close
+ * fails; the status message on stderr when it is 1. */
+static inline int close_records(vg_tfrecord_writer *w, int rc, vg_status *st) {
+    if (vg_tfrecord_writer_close(w, st) != VG_OK) rc = 1;
+    if (rc) fprintf(stderr, "%s\n", st->msg);
+    return rc;
+}
+
+/* Fills one example's inputs [steps, input_size] and labels [steps] (room for
+ * max_steps) and returns its steps. */
+typedef int (*sequence_fill_fn)(void *ctx, float *inputs, int64_t *labels);
+
+/* Writes n examples made by fill to the TFRecord file path: 0, or 1 with the reason on
+ * stderr. */
+static inline int write_sequence_examples(const char *path, int n, int input_size, int max_steps, sequence_fill_fn fill,
+                                          void *ctx) {
+    vg_status st;
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
+    if (!w) return fprintf(stderr, "%s\n", st.msg), 1;
+    float *inputs = calloc((size_t)max_steps * (size_t)input_size, sizeof *inputs);
+    int64_t *labels = calloc((size_t)max_steps, sizeof *labels);
+    int rc = !inputs || !labels;
+    if (rc) vg_status_set(&st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        int steps = fill(ctx, inputs, labels);
+        rc = write_sequence_example(w, inputs, input_size, labels, steps, &st);
+    }
+    free(inputs);
+    free(labels);
+    return close_records(w, rc, &st);
 }
 
 /* count_records(file_list, stop_at): records of the files, up to stop_at (0 = all). */

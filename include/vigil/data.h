@@ -394,6 +394,17 @@ VG_API vg_output vg_iterator_from_string_handle(vg_graph *g, vg_output string_ha
  * sequence" after the last one (and on every later call). */
 VG_API vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name);
 
+/* The element signature of an iterator handle: the output_types / output_shapes
+ * attributes of the op that made `iterator` (IteratorV2, OneShotIterator,
+ * IteratorFromStringHandleV2, ...), as IteratorGetNext needs them. On success
+ * *types / *shapes point into that op's attributes (borrowed: owned by its graph, valid
+ * while the graph lives), *n_types / *n_shapes get their lengths, and it returns 1.
+ * When iterator.op is NULL or has no such attributes it returns 0, leaves the outputs
+ * unset and, unless g already holds an error, sets g's sticky VG_INVALID_ARGUMENT
+ * "<what>: not an iterator" (`what` names the caller; NULL: "iterator"). */
+VG_API int vg_iterator_signature(vg_graph *g, vg_output iterator, const char *what, const vg_dtype **types,
+                                 const vg_shape **shapes, int *n_types, int *n_shapes);
+
 #ifdef __cplusplus
 }
 #endif

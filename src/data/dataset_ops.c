@@ -1674,16 +1674,29 @@ vg_output vg_iterator_from_string_handle(vg_graph *g, vg_output string_handle, v
     return finish(b);
 }
 
-vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name) {
+int vg_iterator_signature(vg_graph *g, vg_output iterator, const char *what, const vg_dtype **types,
+                          const vg_shape **shapes, int *n_types, int *n_shapes) {
     const vg_op *io = iterator.op;
     const vg_dtype *t;
     const vg_shape *s;
     int n = 0, ns = 0;
     if (!io || !vg_op_attr_type_list(io, "output_types", &t, &n) || !vg_op_attr_shape_list(io, "output_shapes", &s, &ns)) {
         if (vg_graph_status(g, NULL) == VG_OK)
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "iterator_get_next: not an iterator");
-        return NULL;
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: not an iterator", what ? what : "iterator");
+        return 0;
     }
+    *types = t;
+    *shapes = s;
+    *n_types = n;
+    *n_shapes = ns;
+    return 1;
+}
+
+vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name) {
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!vg_iterator_signature(g, iterator, "iterator_get_next", &t, &s, &n, &ns)) return NULL;
     vg_op_builder *b = vg_op_builder_new(g, "IteratorGetNext", name ? name : "IteratorGetNext");
     vg_op_builder_add_input(b, iterator);
     vg_op_builder_set_attr_type_list(b, "output_types", t, n);

@@ -378,14 +378,7 @@ static vg_code crc_mismatch(const vg__bundle_entry *e, const char *path, uint32_
 static void byte_swap(void *data, size_t nbytes, int dtype) {
     size_t unit = vg__io_dtype_size(dtype);
     if (dtype == VG__DT_COMPLEX64 || dtype == VG__DT_COMPLEX128) unit /= 2;
-    if (unit <= 1) return;
-    uint8_t *p = data;
-    for (size_t i = 0; i + unit <= nbytes; i += unit)
-        for (size_t a = 0, b = unit - 1; a < b; a++, b--) {
-            uint8_t t = p[i + a];
-            p[i + a] = p[i + b];
-            p[i + b] = t;
-        }
+    vg__io_swap_units(data, nbytes, unit);
 }
 
 /* Element count of an entry's shape (saturating at UINT64_MAX). */

@@ -5,6 +5,7 @@
 #include "io/io.h"
 #include "vigil/events.h"
 #include "vigil/idx.h"
+#include <stddef.h>
 #include <string.h>
 
 struct vg_event_reader {
@@ -18,12 +19,8 @@ VG_API vg_event_reader *vg_event_reader_open(const char *path, vg_status *st) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "vg_event_reader_open: path is NULL");
         return NULL;
     }
-    vg_event_reader *r = vg__calloc(1, sizeof *r);
-    if (!r || !(r->path = vg__strdup(path))) {
-        vg__free(r);
-        VG_OOM(st, "event reader");
-        return NULL;
-    }
+    vg_event_reader *r = vg__io_new_with_path(sizeof *r, offsetof(vg_event_reader, path), path, "event reader", st);
+    if (!r) return NULL;
     if (!(r->rec = vg__tfrecord_reader_open(path, st))) {
         vg__free(r->path);
         vg__free(r);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -112,12 +113,8 @@ void vg__idx_reader_close(vg__idx_reader *r) {
 }
 
 vg__idx_reader *vg__idx_reader_open(const char *path, uint8_t expected_type, vg_status *st) {
-    vg__idx_reader *r = vg__calloc(1, sizeof *r);
-    if (!r || !(r->path = vg__strdup(path))) {
-        vg__free(r);
-        VG_OOM(st, "idx reader");
-        return NULL;
-    }
+    vg__idx_reader *r = vg__io_new_with_path(sizeof *r, offsetof(vg__idx_reader, path), path, "idx reader", st);
+    if (!r) return NULL;
     int fd = vg__io_open_regular(path, st);
     if (fd < 0) goto fail;
     struct stat sb;
@@ -144,16 +141,7 @@ const int64_t *vg__idx_reader_dims(const vg__idx_reader *r, int *ndims) {
 }
 
 /* Big-endian file data -> host order. */
-static void to_host(void *data, size_t nbytes, size_t esize) {
-    if (esize == 1) return;
-    uint8_t *p = data;
-    for (size_t i = 0; i + esize <= nbytes; i += esize)
-        for (size_t a = 0, b = esize - 1; a < b; a++, b--) {
-            uint8_t t = p[i + a];
-            p[i + a] = p[i + b];
-            p[i + b] = t;
-        }
-}
+static void to_host(void *data, size_t nbytes, size_t esize) { vg__io_swap_units(data, nbytes, esize); }
 
 vg_code vg__idx_reader_next_record(vg__idx_reader *r, void *dst, vg_status *st) {
     if (r->next >= r->num_records) return VG_OUT_OF_RANGE;

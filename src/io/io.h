@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------------ */
 /* TensorFlow DataType numbers used here (same as the public tensor header). */
@@ -569,5 +570,50 @@ VG_HIDDEN vg_code vg__idx_reader_reset(vg__idx_reader *r, vg_status *st);
 VG_HIDDEN void vg__idx_reader_close(vg__idx_reader *r);
 /* The element type byte (0x08 ...). */
 VG_HIDDEN uint8_t vg__idx_reader_type(const vg__idx_reader *r);
+
+/* Reverses the byte order of each `unit`-byte element of data[0..nbytes) (big-endian
+ * file data to host order and back); units of 0 or 1 byte are left alone. Used by the
+ * bundle reader and the IDX reader. */
+static inline void vg__io_swap_units(void *data, size_t nbytes, size_t unit) {
+    if (unit <= 1) return;
+    uint8_t *p = data;
+    for (size_t i = 0; i + unit <= nbytes; i += unit)
+        for (size_t a = 0, b = unit - 1; a < b; a++, b--) {
+            uint8_t t = p[i + a];
+            p[i + a] = p[i + b];
+            p[i + b] = t;
+        }
+}
+
+/* A new zeroed object of `size` bytes whose `char *` field at path_offset (offsetof)
+ * owns a copy of path: the start of the readers and writers that keep their file's
+ * name. NULL, with st RESOURCE_EXHAUSTED "out of memory allocating <what>", when out
+ * of memory. Free the copy and the object with vg__free. */
+static inline void *vg__io_new_with_path(size_t size, size_t path_offset, const char *path, const char *what,
+                                         vg_status *st) {
+    char *obj = vg__calloc(1, size);
+    char *copy = obj ? vg__strdup(path) : NULL;
+    if (!copy) {
+        vg__free(obj);
+        VG_OOM(st, what);
+        return NULL;
+    }
+    memcpy(obj + path_offset, &copy, sizeof copy);
+    return obj;
+}
+
+/* A parser of a whole file's bytes (vg_npy_parse, vg_pickle_dict_parse) as one type. */
+typedef void *(*vg__io_parse_fn)(const void *bytes, size_t len, const char *name, vg_status *st);
+
+/* Reads path (vg__io_read_path: fn names the public reader) and returns parse(its
+ * bytes, path); the bytes are freed either way. NULL on failure (st set). */
+static inline void *vg__io_parse_path(const char *fn, const char *path, vg__io_parse_fn parse, vg_status *st) {
+    uint8_t *data;
+    size_t len;
+    if (vg__io_read_path(fn, path, &data, &len, st)) return NULL;
+    void *r = parse(data, len, path, st);
+    vg__free(data);
+    return r;
+}
 
 #endif

@@ -275,13 +275,12 @@ vg_tensor *vg_npy_parse(const void *bytes, size_t len, const char *name, vg_stat
     return t;
 }
 
+static void *parse_npy(const void *bytes, size_t len, const char *name, vg_status *st) {
+    return vg_npy_parse(bytes, len, name, st);
+}
+
 vg_tensor *vg_npy_read(const char *path, vg_status *st) {
-    uint8_t *data;
-    size_t len;
-    if (vg__io_read_path("vg_npy_read", path, &data, &len, st)) return NULL;
-    vg_tensor *t = vg_npy_parse(data, len, path, st);
-    vg__free(data);
-    return t;
+    return vg__io_parse_path("vg_npy_read", path, parse_npy, st);
 }
 
 /* ------------------------------------------------------------------------ */

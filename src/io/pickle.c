@@ -492,13 +492,12 @@ vg_pickle_dict *vg_pickle_dict_parse(const void *bytes, size_t len, const char *
     return d;
 }
 
+static void *parse_pickle(const void *bytes, size_t len, const char *name, vg_status *st) {
+    return vg_pickle_dict_parse(bytes, len, name, st);
+}
+
 vg_pickle_dict *vg_pickle_dict_read(const char *path, vg_status *st) {
-    uint8_t *data;
-    size_t len;
-    if (vg__io_read_path("vg_pickle_dict_read", path, &data, &len, st)) return NULL;
-    vg_pickle_dict *d = vg_pickle_dict_parse(data, len, path, st);
-    vg__free(data);
-    return d;
+    return vg__io_parse_path("vg_pickle_dict_read", path, parse_pickle, st);
 }
 
 int vg_pickle_dict_count(const vg_pickle_dict *d) { return d ? d->nkeys : 0; }

@@ -25,16 +25,7 @@ typedef struct block_builder {
     int counter, interval, nrestarts;
 } block_builder;
 
-static void block_init(block_builder *bb, int interval) {
-    vg__pb_init(&bb->buf);
-    vg__pb_init(&bb->restarts);
-    vg__pb_init(&bb->last_key);
-    bb->interval = interval;
-    bb->counter = 0;
-    bb->nrestarts = 1;
-    vg__pb_put_fixed32(&bb->restarts, 0);
-}
-
+/* Empties the block (its buffers keep their memory): no entries, restart point 0. */
 static void block_reset(block_builder *bb) {
     vg__pb_reset(&bb->buf);
     vg__pb_reset(&bb->restarts);
@@ -42,6 +33,14 @@ static void block_reset(block_builder *bb) {
     bb->counter = 0;
     bb->nrestarts = 1;
     vg__pb_put_fixed32(&bb->restarts, 0);
+}
+
+static void block_init(block_builder *bb, int interval) {
+    vg__pb_init(&bb->buf);
+    vg__pb_init(&bb->restarts);
+    vg__pb_init(&bb->last_key);
+    bb->interval = interval;
+    block_reset(bb);
 }
 
 static void block_free(block_builder *bb) {
@@ -369,6 +368,15 @@ static vg_code parse_block(vg__sstable *t, const uint8_t *p, size_t n, vg__pb_bu
     return VG_OK;
 }
 
+/* parse_block with its own scratch buffer. */
+static vg_code parse_block_alone(vg__sstable *t, const uint8_t *p, size_t n, entry_fn fn, vg_status *st) {
+    vg__pb_buf scratch;
+    vg__pb_init(&scratch);
+    vg_code c = parse_block(t, p, n, &scratch, fn, st);
+    vg__pb_free(&scratch);
+    return c;
+}
+
 static vg_code add_entry(vg__sstable *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
                          vg_status *st) {
     if (t->n) {
@@ -401,11 +409,7 @@ static vg_code add_data_block(vg__sstable *t, const uint8_t *key, size_t klen, c
     size_t n;
     vg_code c = read_block(t, off, size, &p, &n, st);
     if (c) return c;
-    vg__pb_buf scratch;
-    vg__pb_init(&scratch);
-    c = parse_block(t, p, n, &scratch, add_entry, st);
-    vg__pb_free(&scratch);
-    return c;
+    return parse_block_alone(t, p, n, add_entry, st);
 }
 
 static vg_code parse_table(vg__sstable *t, vg_status *st) {
@@ -422,11 +426,7 @@ static vg_code parse_table(vg__sstable *t, vg_status *st) {
     vg_code c = read_block(t, h[0], h[1], &p, &n, st); /* metaindex: checked, ignored */
     if (!c) c = read_block(t, h[2], h[3], &p, &n, st);
     if (c) return c;
-    vg__pb_buf scratch;
-    vg__pb_init(&scratch);
-    c = parse_block(t, p, n, &scratch, add_data_block, st);
-    vg__pb_free(&scratch);
-    return c;
+    return parse_block_alone(t, p, n, add_data_block, st);
 }
 
 vg__sstable *vg__sstable_open_buffer(uint8_t *data, size_t len, const char *name, vg_status *st) {

@@ -8,6 +8,7 @@
 #include "io/io.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,12 +129,9 @@ struct vg__tfrecord_reader {
 };
 
 vg__tfrecord_reader *vg__tfrecord_reader_open(const char *path, vg_status *st) {
-    vg__tfrecord_reader *r = vg__calloc(1, sizeof *r);
-    if (!r || !(r->path = vg__strdup(path))) {
-        vg__free(r);
-        VG_OOM(st, "tfrecord reader");
-        return NULL;
-    }
+    vg__tfrecord_reader *r =
+        vg__io_new_with_path(sizeof *r, offsetof(vg__tfrecord_reader, path), path, "tfrecord reader", st);
+    if (!r) return NULL;
     r->fd = vg__io_open_regular(path, st);
     if (r->fd < 0) {
         vg__free(r->path);

@@ -41,12 +41,9 @@ struct vg__zrecord_reader {
 };
 
 vg__zrecord_reader *vg__zrecord_reader_open(const char *path, int compression, vg_status *st) {
-    vg__zrecord_reader *r = vg__calloc(1, sizeof *r);
-    if (!r || !(r->path = vg__strdup(path))) {
-        vg__free(r);
-        VG_OOM(st, "record reader");
-        return NULL;
-    }
+    vg__zrecord_reader *r =
+        vg__io_new_with_path(sizeof *r, offsetof(vg__zrecord_reader, path), path, "record reader", st);
+    if (!r) return NULL;
     if (compression == VG_COMPRESSION_NONE) {
         if ((r->plain = vg__tfrecord_reader_open(path, st))) return r;
         vg__free(r->path);
@@ -280,12 +277,9 @@ vg_tfrecord_writer *vg_tfrecord_writer_open(const char *path, vg_compression com
         vg_status_set(st, VG_INVALID_ARGUMENT, "unknown compression %d", (int)compression);
         return NULL;
     }
-    vg_tfrecord_writer *w = vg__calloc(1, sizeof *w);
-    if (!w || !(w->path = vg__strdup(path))) {
-        vg__free(w);
-        VG_OOM(st, "TFRecordWriter");
-        return NULL;
-    }
+    vg_tfrecord_writer *w =
+        vg__io_new_with_path(sizeof *w, offsetof(vg_tfrecord_writer, path), path, "TFRecordWriter", st);
+    if (!w) return NULL;
     if (compression == VG_COMPRESSION_NONE) {
         if ((w->plain = vg__tfrecord_writer_open(path, false, st))) return w;
         vg__free(w->path);

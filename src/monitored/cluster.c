@@ -8,6 +8,7 @@
  * and kept equal by allreduce): its Server.join() returns at once, so a ps/worker
  * program runs unchanged and its ps processes, if started outside mpirun, just exit.
  */
+#include "monitored_internal.h"
 #include "vigil/distributed.h"
 #include "vigil/hooks.h"
 #include "vigil/monitored.h"
@@ -122,11 +123,8 @@ vg_server *vg_server_new(const vg_cluster_spec *cs, const char *job_name, int ta
             return NULL;
         }
     }
-    vg_server *s = vg_calloc(1, sizeof *s);
-    if (!s) {
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in Server");
-        return NULL;
-    }
+    vg_server *s = vg__mon_calloc(sizeof *s, st, "out of memory in Server");
+    if (!s) return NULL;
     s->ps = ps;
     s->task = task_index;
     snprintf(s->target, sizeof s->target, "mpi://%s/%d", ps ? "ps" : "worker", task_index);

@@ -52,9 +52,7 @@ static vg_code se_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
     if (!h->evals_completed.op)
         return vg_status_set(st, VG_FAILED_PRECONDITION,
                              "_StopAfterNEvalsHook has no eval step: use it with vg_evaluate_once");
-    args->fetches = &h->evals_completed;
-    args->nfetches = 1;
-    return VG_OK;
+    return vg__hk_fetch_one(args, &h->evals_completed);
 }
 
 static vg_code se_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
@@ -72,8 +70,7 @@ static vg_code se_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
 }
 
 vg_code vg_stop_after_n_evals_hook(int64_t num_evals, bool log_progress, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (num_evals < -1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "_StopAfterNEvalsHook: num_evals must be >= 0 or -1 (None), got %lld",
                              (long long)num_evals);
@@ -83,8 +80,7 @@ vg_code vg_stop_after_n_evals_hook(int64_t num_evals, bool log_progress, vg_hook
     h->log_progress = log_progress;
     /* Reduce logging frequency if there are 20 or more evaluations. */
     h->log_frequency = num_evals < 20 ? 1 : (int64_t)floor((double)num_evals / 10.0);
-    out->before_run = se_before;
-    out->after_run = se_after;
+    vg__hk_callbacks(out, NULL, NULL, se_before, se_after, NULL);
     return VG_OK;
 }
 
@@ -147,8 +143,7 @@ static vg_code sae_end(void *p, vg_session *sess, vg_status *st) {
 
 vg_code vg_summary_at_end_hook(const char *log_dir, vg_file_writer *writer, vg_output summary_op, vg_hook *out,
                                vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!log_dir && !writer)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "One of log_dir or summary_writer should be used.");
     summary_at_end *h = vg_calloc(1, sizeof *h);
@@ -166,10 +161,8 @@ vg_code vg_summary_at_end_hook(const char *log_dir, vg_file_writer *writer, vg_o
     h->summary_op = summary_op;
     h->replace_summary_op = summary_op.op == NULL;
     out->name = "SummaryAtEndHook";
-    out->begin = sae_begin;
-    out->after_create_session = sae_after_create;
-    out->end = sae_end;
     out->destroy = sae_destroy;
+    vg__hk_callbacks(out, sae_begin, sae_after_create, NULL, NULL, sae_end);
     out->payload = h;
     return VG_OK;
 }

@@ -24,4 +24,11 @@ typedef struct vg__mts_resolved {
 } vg__mts_resolved;
 VG_HIDDEN void vg__resolve_mts_options(const vg_mts_options *o, vg__mts_resolved *r);
 
+/* vg_calloc(1, size): zeroed memory, or NULL with st RESOURCE_EXHAUSTED msg. */
+static inline void *vg__mon_calloc(size_t size, vg_status *st, const char *msg) {
+    void *p = vg_calloc(1, size);
+    if (!p) vg_status_set(st, VG_RESOURCE_EXHAUSTED, "%s", msg);
+    return p;
+}
+
 #endif

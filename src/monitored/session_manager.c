@@ -44,11 +44,8 @@ vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager
                       vg_op_name(opts->ready_for_local_init_op.op), opts->ready_for_local_init_op.index);
         return NULL;
     }
-    vg_session_manager *sm = vg_calloc(1, sizeof *sm);
-    if (!sm) {
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session manager");
-        return NULL;
-    }
+    vg_session_manager *sm = vg__mon_calloc(sizeof *sm, st, "out of memory creating the session manager");
+    if (!sm) return NULL;
     vg_status_clear(st);
     sm->g = g;
     sm->o = resolve_session_manager_options(opts ? *opts : def);
@@ -166,13 +163,21 @@ static vg_code run_local_init(vg_session_manager *sm, vg_session *sess, bool *ok
     return rc;
 }
 
-vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+/* The options of a prepare / wait call, resolved into *resolved (returned); NULL, with
+ * INVALID_ARGUMENT, when sm is NULL. */
+static const vg_prepare_options *checked_options(vg_session_manager *sm, const vg_prepare_options *o,
+                                                 vg_prepare_options *resolved, vg_status *st) {
     if (!sm) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
         return NULL;
     }
-    vg_prepare_options resolved = resolve_prepare_options(o);
-    o = &resolved;
+    *resolved = resolve_prepare_options(o);
+    return resolved;
+}
+
+vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    vg_prepare_options resolved;
+    if (!(o = checked_options(sm, o, &resolved, st))) return NULL;
     bool restored;
     char msg[900];
     vg_session *sess = restore_checkpoint(sm, o, &restored, st);
@@ -250,12 +255,8 @@ static double mono_now(void) {
 /* TF's loop: after a failed attempt, give up (DEADLINE_EXCEEDED) when the time left
  * minus recovery_wait_secs is negative, else sleep recovery_wait_secs and try again. */
 vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
-    if (!sm) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
-        return NULL;
-    }
-    vg_prepare_options resolved = resolve_prepare_options(o);
-    o = &resolved;
+    vg_prepare_options resolved;
+    if (!(o = checked_options(sm, o, &resolved, st))) return NULL;
     double start = mono_now();
     for (;;) {
         vg_session *sess = vg_session_new_with_config(sm->g, sm->o.config, st);
@@ -343,11 +344,8 @@ static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const
                                        bool chief, const char *dir, const char *path, double max_wait, bool lock,
                                        vg_status *st) {
     vg_session_creator out = {NULL, NULL, NULL};
-    creator *c = vg_calloc(1, sizeof *c);
-    if (!c) {
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
-        return out;
-    }
+    creator *c = vg__mon_calloc(sizeof *c, st, "out of memory creating the session creator");
+    if (!c) return out;
     c->g = g;
     c->chief = chief;
     c->scaffold = scaffold;

@@ -283,11 +283,8 @@ vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st
         vg_status_set(st, VG_INVALID_ARGUMENT, "empty checkpoint prefix");
         return NULL;
     }
-    vg_checkpoint_reader *cr = vg_calloc(1, sizeof *cr);
-    if (!cr) {
-        VG_OOM(st, "checkpoint reader");
-        return NULL;
-    }
+    vg_checkpoint_reader *cr = vg__train_calloc(sizeof *cr, st, "checkpoint reader");
+    if (!cr) return NULL;
     if (!(cr->r = vg__bundle_reader_open(prefix, st))) {
         vg_free(cr);
         /* TF's NewCheckpointReader falls back to the V1 TensorSliceReader when there is

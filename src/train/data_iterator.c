@@ -172,15 +172,11 @@ vg_op *vg_saveable_restore(vg_graph *g, vg_output t, vg_output restored, const c
 }
 
 vg_op *vg_iterator_get_next_resumable(vg_graph *g, vg_output iterator, vg_output *position, const char *name) {
-    const vg_op *io = iterator.op;
     const vg_dtype *t;
     const vg_shape *s;
     int n = 0, ns = 0;
-    if (!io || !vg_op_attr_type_list(io, "output_types", &t, &n) || !vg_op_attr_shape_list(io, "output_shapes", &s, &ns)) {
-        if (vg_graph_status(g, NULL) == VG_OK)
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "iterator_get_next_resumable: not an iterator");
-        return NULL;
-    }
+    if (!vg_iterator_signature(g, iterator, "iterator_get_next_resumable", &t, &s, &n, &ns)) return NULL;
+    const vg_op *io = iterator.op;
     char vn[600];
     snprintf(vn, sizeof vn, "%s_position", vg_op_name(io));
     vg_variable pos = vg_variable_new(g, vn, vg_const_i64(g, 0, NULL), 0);

@@ -831,29 +831,35 @@ vg_output vg_distribution_sample_shape(vg_distribution *d, const int64_t *sample
     return r;
 }
 
-vg_output vg_distribution_log_prob(vg_distribution *d, vg_output x, const char *name) {
+/* A one-argument method: fn(x), or the fallback exp / log (exp_other) of other(x);
+ * unimplemented when the distribution has neither. */
+static vg_output method1(vg_distribution *d, vg_output x, const char *method, const char *name,
+                         vg_output (*fn)(vg_distribution *, vg_output),
+                         vg_output (*other)(vg_distribution *, vg_output), bool exp_other) {
     if (!d) return NONE;
-    if (!begin(d, "log_prob", name)) return NONE;
-    vg_output r = d->vt->log_prob ? d->vt->log_prob(d, x) : vg_log(d->g, d->vt->prob(d, x), "Log");
+    if (!fn && !other) return unimplemented(d, method);
+    if (!begin(d, method, name)) return NONE;
+    vg_output r;
+    if (fn)
+        r = fn(d, x);
+    else if (exp_other)
+        r = vg_exp(d->g, other(d, x), "Exp");
+    else
+        r = vg_log(d->g, other(d, x), "Log");
     end(d);
     return r;
+}
+
+vg_output vg_distribution_log_prob(vg_distribution *d, vg_output x, const char *name) {
+    return method1(d, x, "log_prob", name, d ? d->vt->log_prob : NULL, d ? d->vt->prob : NULL, false);
 }
 
 vg_output vg_distribution_prob(vg_distribution *d, vg_output x, const char *name) {
-    if (!d) return NONE;
-    if (!begin(d, "prob", name)) return NONE;
-    vg_output r = d->vt->prob ? d->vt->prob(d, x) : vg_exp(d->g, d->vt->log_prob(d, x), "Exp");
-    end(d);
-    return r;
+    return method1(d, x, "prob", name, d ? d->vt->prob : NULL, d ? d->vt->log_prob : NULL, true);
 }
 
 vg_output vg_distribution_cdf(vg_distribution *d, vg_output x, const char *name) {
-    if (!d) return NONE;
-    if (!d->vt->cdf) return unimplemented(d, "cdf");
-    if (!begin(d, "cdf", name)) return NONE;
-    vg_output r = d->vt->cdf(d, x);
-    end(d);
-    return r;
+    return method1(d, x, "cdf", name, d ? d->vt->cdf : NULL, NULL, false);
 }
 
 /* TF's Distribution fallbacks through cdf: log_cdf = log(cdf), survival_function =

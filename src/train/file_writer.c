@@ -245,6 +245,13 @@ static vg_code take_error(vg_file_writer *w, vg_status *st) {
     return c;
 }
 
+/* take_error, then unlocks w->mu (held by the caller). */
+static vg_code take_error_unlock(vg_file_writer *w, vg_status *st) {
+    vg_code c = take_error(w, st);
+    pthread_mutex_unlock(&w->mu);
+    return c;
+}
+
 /* Queues one encoded event (takes ev's memory). See the file comment for the rules. */
 static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
     vg_code c = vg__pb_buf_status(ev, "event", st);
@@ -274,9 +281,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
     vg__pb_init(ev); /* the queue owns the bytes now */
     if (w->nq == 1) pthread_cond_signal(&w->work); /* start the flush_secs timer */
     if (w->nq >= w->max_queue) write_full_queue(w);
-    c = take_error(w, st);
-    pthread_mutex_unlock(&w->mu);
-    return c;
+    return take_error_unlock(w, st);
 }
 
 /* Encodes ev (wall_time = now) and queues it. */
@@ -347,11 +352,8 @@ vg_file_writer *vg_file_writer_new(const char *dir, const vg_file_writer_options
                       opts->max_queue, opts->flush_secs);
         return NULL;
     }
-    vg_file_writer *w = vg_calloc(1, sizeof *w);
-    if (!w) {
-        VG_OOM(st, "FileWriter");
-        return NULL;
-    }
+    vg_file_writer *w = vg__train_calloc(sizeof *w, st, "FileWriter");
+    if (!w) return NULL;
     w->logdir = vg__train_strdup(dir);
     w->suffix = vg__train_strdup(opts->filename_suffix ? opts->filename_suffix : "");
     w->max_queue = opts->max_queue;
@@ -401,19 +403,13 @@ vg_code vg_file_writer_flush(vg_file_writer *w, vg_status *st) {
     if (!w) return null_writer(st, "vg_file_writer_flush");
     pthread_mutex_lock(&w->mu);
     if (!w->closed) wait_flush(w);
-    vg_code c = take_error(w, st);
-    pthread_mutex_unlock(&w->mu);
-    return c;
+    return take_error_unlock(w, st);
 }
 
 vg_code vg_file_writer_close(vg_file_writer *w, vg_status *st) {
     if (!w) return null_writer(st, "vg_file_writer_close");
     pthread_mutex_lock(&w->mu);
-    if (w->closed) {
-        vg_code c = take_error(w, st);
-        pthread_mutex_unlock(&w->mu);
-        return c;
-    }
+    if (w->closed) return take_error_unlock(w, st);
     w->closed = true; /* later adds are no-ops; everything queued before is flushed */
     wait_flush(w);
     while (w->busy) pthread_cond_wait(&w->done, &w->mu);
@@ -427,9 +423,7 @@ vg_code vg_file_writer_close(vg_file_writer *w, vg_status *st) {
 
     pthread_mutex_lock(&w->mu);
     if (cc && !w->err.code) vg_status_copy(&w->err, &cst);
-    vg_code c = take_error(w, st);
-    pthread_mutex_unlock(&w->mu);
-    return c;
+    return take_error_unlock(w, st);
 }
 
 vg_code vg_file_writer_reopen(vg_file_writer *w, vg_status *st) {

@@ -91,25 +91,29 @@ vg_code vg_flags_define_string(vg_flags *f, const char *name, const char *def, c
     return VG_OK;
 }
 
-vg_code vg_flags_define_integer(vg_flags *f, const char *name, int64_t def, const char *help, vg_status *st) {
+/* define() of a numeric or boolean flag, its value and default set from def (the field
+ * of the flag's type). */
+static vg_code define_scalar(vg_flags *f, const char *name, const char *help, vg_flag_type type, flag def,
+                             vg_status *st) {
     flag *fl;
-    vg_code c = define(f, name, help, VG_FLAG_INTEGER, &fl, st);
-    if (c == VG_OK) fl->i = fl->i_def = def;
-    return c;
+    vg_code c = define(f, name, help, type, &fl, st);
+    if (c != VG_OK) return c;
+    fl->i = fl->i_def = def.i;
+    fl->d = fl->d_def = def.d;
+    fl->b = fl->b_def = def.b;
+    return VG_OK;
+}
+
+vg_code vg_flags_define_integer(vg_flags *f, const char *name, int64_t def, const char *help, vg_status *st) {
+    return define_scalar(f, name, help, VG_FLAG_INTEGER, (flag){.i = def}, st);
 }
 
 vg_code vg_flags_define_float(vg_flags *f, const char *name, double def, const char *help, vg_status *st) {
-    flag *fl;
-    vg_code c = define(f, name, help, VG_FLAG_FLOAT, &fl, st);
-    if (c == VG_OK) fl->d = fl->d_def = def;
-    return c;
+    return define_scalar(f, name, help, VG_FLAG_FLOAT, (flag){.d = def}, st);
 }
 
 vg_code vg_flags_define_boolean(vg_flags *f, const char *name, bool def, const char *help, vg_status *st) {
-    flag *fl;
-    vg_code c = define(f, name, help, VG_FLAG_BOOLEAN, &fl, st);
-    if (c == VG_OK) fl->b = fl->b_def = def;
-    return c;
+    return define_scalar(f, name, help, VG_FLAG_BOOLEAN, (flag){.b = def}, st);
 }
 
 /* absl's IntegerParser.convert: base 10, or 0x / 0o prefixes (after an optional sign). */
@@ -298,16 +302,9 @@ static void sb_add(sbuf *b, const char *fmt, ...) {
     int k = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (k < 0) return;
-    if (b->n + (size_t)k + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + (size_t)k + 1) nc *= 2;
-        char *np = vg_realloc(b->p, b->cap, nc);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
+    if (!vg__train_reserve_bytes((void **)&b->p, &b->cap, b->n + (size_t)k + 1, 256)) {
+        b->oom = true;
+        return;
     }
     va_start(ap, fmt);
     vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);

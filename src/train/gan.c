@@ -62,6 +62,26 @@ static void summary(vg_graph *g, bool on, const char *tag, vg_output v) {
     if (on && v.op) vg_summary_scalar(g, tag, v);
 }
 
+/* The discriminator's three scalars: "discriminator_gen_<kind>_loss",
+ * "discriminator_real_<kind>_loss" and "discriminator_<kind>_loss". */
+static void d_summaries(vg_graph *g, bool on, const char *kind, vg_output on_gen, vg_output on_real, vg_output loss) {
+    char tag[96];
+    snprintf(tag, sizeof tag, "discriminator_gen_%s_loss", kind);
+    summary(g, on, tag, on_gen);
+    snprintf(tag, sizeof tag, "discriminator_real_%s_loss", kind);
+    summary(g, on, tag, on_real);
+    snprintf(tag, sizeof tag, "discriminator_%s_loss", kind);
+    summary(g, on, tag, loss);
+}
+
+/* A loss's start: the options (zeros when po is NULL) and its name scope (open_scope
+ * of opts.scope or dflt; "<full>/" in sc). */
+static vg_gan_loss_opts open_loss(vg_graph *g, const vg_gan_loss_opts *po, const char *dflt, char *sc, size_t len) {
+    vg_gan_loss_opts o = opts_or_default(po);
+    open_scope(g, o.scope, dflt, sc, len);
+    return o;
+}
+
 static vg_output finish(vg_graph *g, vg_output loss) {
     vg_graph_pop_scope(g);
     return vg_graph_status(g, NULL) == VG_OK ? loss : NONE;
@@ -71,9 +91,8 @@ static vg_output finish(vg_graph *g, vg_output loss) {
 
 vg_output vg_gan_wasserstein_generator_loss(vg_graph *g, vg_output gen, const vg_gan_loss_opts *po) {
     if (!g) return NONE;
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, "generator_wasserstein_loss", sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, "generator_wasserstein_loss", sc, sizeof sc);
     vg_output loss = vg_neg(g, to_float(g, gen), "Neg");
     loss = weighted(g, loss, o.weights, sc, o.loss_collection, o.reduction);
     summary(g, o.add_summaries, "generator_wass_loss", loss);
@@ -83,9 +102,8 @@ vg_output vg_gan_wasserstein_generator_loss(vg_graph *g, vg_output gen, const vg
 vg_output vg_gan_wasserstein_discriminator_loss(vg_graph *g, vg_output real, vg_output gen,
                                                 const vg_gan_loss_opts *po) {
     if (!g) return NONE;
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, "discriminator_wasserstein_loss", sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, "discriminator_wasserstein_loss", sc, sizeof sc);
     real = to_float(g, real);
     gen = to_float(g, gen);
     vg_output loss = NONE;
@@ -106,9 +124,8 @@ vg_output vg_gan_wasserstein_discriminator_loss(vg_graph *g, vg_output real, vg_
 static vg_output minimax_d(vg_graph *g, vg_output real, vg_output gen, double label_smoothing,
                            const vg_gan_loss_opts *po, const char *dflt) {
     if (!g) return NONE;
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, dflt, sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, dflt, sc, sizeof sc);
     vg_loss_opts lr = {.weights = o.real_weights, .scope = sc, .loss_collection = "", .reduction = o.reduction};
     vg_loss_opts lg = {.weights = o.generated_weights, .scope = sc, .loss_collection = "", .reduction = o.reduction};
     vg_output on_real =
@@ -116,9 +133,7 @@ static vg_output minimax_d(vg_graph *g, vg_output real, vg_output gen, double la
     vg_output on_gen = vg_losses_sigmoid_cross_entropy(g, vg_zeros_like(g, gen, "zeros_like"), gen, 0.0, &lg);
     vg_output loss = vg_add(g, on_real, on_gen, "add");
     add_loss(g, loss, o.loss_collection);
-    summary(g, o.add_summaries, "discriminator_gen_minimax_loss", on_gen);
-    summary(g, o.add_summaries, "discriminator_real_minimax_loss", on_real);
-    summary(g, o.add_summaries, "discriminator_minimax_loss", loss);
+    d_summaries(g, o.add_summaries, "minimax", on_gen, on_real, loss);
     return finish(g, loss);
 }
 
@@ -135,9 +150,8 @@ vg_output vg_gan_modified_discriminator_loss(vg_graph *g, vg_output real, vg_out
 vg_output vg_gan_minimax_generator_loss(vg_graph *g, vg_output gen, double label_smoothing,
                                         const vg_gan_loss_opts *po) {
     if (!g) return NONE;
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, "generator_minimax_loss", sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, "generator_minimax_loss", sc, sizeof sc);
     vg_gan_loss_opts inner = o;
     inner.real_weights = o.weights;
     inner.generated_weights = o.weights;
@@ -153,9 +167,8 @@ vg_output vg_gan_minimax_generator_loss(vg_graph *g, vg_output gen, double label
 vg_output vg_gan_modified_generator_loss(vg_graph *g, vg_output gen, double label_smoothing,
                                          const vg_gan_loss_opts *po) {
     if (!g) return NONE;
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, "generator_modified_loss", sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, "generator_modified_loss", sc, sizeof sc);
     vg_loss_opts lo = {.weights = o.weights, .scope = sc, .loss_collection = o.loss_collection,
                        .reduction = o.reduction};
     vg_output loss = vg_losses_sigmoid_cross_entropy(g, vg_ones_like(g, gen, "ones_like"), gen, label_smoothing, &lo);
@@ -174,9 +187,8 @@ static vg_output half_sq(vg_graph *g, vg_output x, double label) {
 vg_output vg_gan_least_squares_generator_loss(vg_graph *g, vg_output gen, double real_label,
                                               const vg_gan_loss_opts *po) {
     if (!g) return NONE;
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, "lsq_generator_loss", sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, "lsq_generator_loss", sc, sizeof sc);
     vg_output loss = weighted(g, half_sq(g, to_float(g, gen), real_label), o.weights, sc, o.loss_collection,
                               o.reduction);
     loss = finish(g, loss);
@@ -187,9 +199,8 @@ vg_output vg_gan_least_squares_generator_loss(vg_graph *g, vg_output gen, double
 vg_output vg_gan_least_squares_discriminator_loss(vg_graph *g, vg_output real, vg_output gen, double real_label,
                                                   double fake_label, const vg_gan_loss_opts *po) {
     if (!g) return NONE;
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, "lsq_discriminator_loss", sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, "lsq_discriminator_loss", sc, sizeof sc);
     real = to_float(g, real);
     gen = to_float(g, gen);
     vg_output loss = NONE, on_real = NONE, on_gen = NONE;
@@ -202,9 +213,7 @@ vg_output vg_gan_least_squares_discriminator_loss(vg_graph *g, vg_output real, v
         add_loss(g, loss, o.loss_collection);
     }
     loss = finish(g, loss);
-    summary(g, o.add_summaries, "discriminator_gen_lsq_loss", on_gen);
-    summary(g, o.add_summaries, "discriminator_real_lsq_loss", on_real);
-    summary(g, o.add_summaries, "discriminator_lsq_loss", loss);
+    d_summaries(g, o.add_summaries, "lsq", on_gen, on_real, loss);
     return loss;
 }
 
@@ -217,9 +226,8 @@ vg_output vg_gan_wasserstein_gradient_penalty(vg_graph *g, const vg_gan_model *m
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "wasserstein_gradient_penalty: a built GAN model is required");
         return NONE;
     }
-    vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
-    open_scope(g, o.scope, "wasserstein_gradient_penalty", sc, sizeof sc);
+    vg_gan_loss_opts o = open_loss(g, po, "wasserstein_gradient_penalty", sc, sizeof sc);
     vg_output real = m->real_data, gen = m->generated_data;
     vg_shape rs = vg_output_shape(real), gs = vg_output_shape(gen);
     if (rs.ndims < 0 || gs.ndims < 0) {

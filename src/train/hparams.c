@@ -113,29 +113,9 @@ static const char *type_name(vg_hparam_type t) {
 /* ------------------------------------------------------------------------ */
 /* Python's float repr and JSON strings */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
+typedef vg__train_buf sbuf;
 
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = vg_realloc(b->p, b->cap, cap);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
+static void sb_put(sbuf *b, const char *s, size_t n) { vg__train_buf_put(b, s, n); }
 
 static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
@@ -519,61 +499,72 @@ static const hval *get(const vg_hparams *hp, const char *name, bool is_list, vg_
     return v;
 }
 
-vg_code vg_hparams_get_int(const vg_hparams *hp, const char *name, int64_t *out, vg_status *st) {
-    const hval *v = get(hp, name, false, VG_HPARAM_INT, st);
+/* The getters: the value of the scalar (is_list false: *out, typed as t says: int64_t,
+ * double (an int converted), bool, const char *) or list (values: a pointer to the
+ * array of those, and *n) hyperparameter `name` of type t. NULL out / values / n are
+ * skipped. */
+static vg_code get_value(const vg_hparams *hp, const char *name, bool is_list, vg_hparam_type t, void *out, int *n,
+                         vg_status *st) {
+    const hval *v = get(hp, name, is_list, t, st);
     if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (out) *out = v->i[0];
+    if (n) *n = v->n;
+    if (!out) return VG_OK;
+    switch (t) {
+    case VG_HPARAM_INT:
+        if (is_list)
+            *(const int64_t **)out = v->i;
+        else
+            *(int64_t *)out = v->i[0];
+        break;
+    case VG_HPARAM_FLOAT:
+        if (is_list)
+            *(const double **)out = v->f;
+        else
+            *(double *)out = v->type == VG_HPARAM_INT ? (double)v->i[0] : v->f[0];
+        break;
+    case VG_HPARAM_BOOL:
+        if (is_list)
+            *(const bool **)out = v->b;
+        else
+            *(bool *)out = v->b[0];
+        break;
+    case VG_HPARAM_STRING:
+        if (is_list)
+            *(const char *const **)out = (const char *const *)v->s;
+        else
+            *(const char **)out = v->s[0];
+        break;
+    }
     return VG_OK;
+}
+
+vg_code vg_hparams_get_int(const vg_hparams *hp, const char *name, int64_t *out, vg_status *st) {
+    return get_value(hp, name, false, VG_HPARAM_INT, out, NULL, st);
 }
 vg_code vg_hparams_get_float(const vg_hparams *hp, const char *name, double *out, vg_status *st) {
-    const hval *v = get(hp, name, false, VG_HPARAM_FLOAT, st);
-    if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (out) *out = v->type == VG_HPARAM_INT ? (double)v->i[0] : v->f[0];
-    return VG_OK;
+    return get_value(hp, name, false, VG_HPARAM_FLOAT, out, NULL, st);
 }
 vg_code vg_hparams_get_bool(const vg_hparams *hp, const char *name, bool *out, vg_status *st) {
-    const hval *v = get(hp, name, false, VG_HPARAM_BOOL, st);
-    if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (out) *out = v->b[0];
-    return VG_OK;
+    return get_value(hp, name, false, VG_HPARAM_BOOL, out, NULL, st);
 }
 vg_code vg_hparams_get_string(const vg_hparams *hp, const char *name, const char **out, vg_status *st) {
-    const hval *v = get(hp, name, false, VG_HPARAM_STRING, st);
-    if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (out) *out = v->s[0];
-    return VG_OK;
+    return get_value(hp, name, false, VG_HPARAM_STRING, out, NULL, st);
 }
 vg_code vg_hparams_get_int_list(const vg_hparams *hp, const char *name, const int64_t **values, int *n,
                                 vg_status *st) {
-    const hval *v = get(hp, name, true, VG_HPARAM_INT, st);
-    if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (values) *values = v->i;
-    if (n) *n = v->n;
-    return VG_OK;
+    return get_value(hp, name, true, VG_HPARAM_INT, values, n, st);
 }
 vg_code vg_hparams_get_float_list(const vg_hparams *hp, const char *name, const double **values, int *n,
                                   vg_status *st) {
-    const hval *v = get(hp, name, true, VG_HPARAM_FLOAT, st);
-    if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (values) *values = v->f;
-    if (n) *n = v->n;
-    return VG_OK;
+    return get_value(hp, name, true, VG_HPARAM_FLOAT, values, n, st);
 }
 vg_code vg_hparams_get_bool_list(const vg_hparams *hp, const char *name, const bool **values, int *n,
                                  vg_status *st) {
-    const hval *v = get(hp, name, true, VG_HPARAM_BOOL, st);
-    if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (values) *values = v->b;
-    if (n) *n = v->n;
-    return VG_OK;
+    return get_value(hp, name, true, VG_HPARAM_BOOL, values, n, st);
 }
 vg_code vg_hparams_get_string_list(const vg_hparams *hp, const char *name, const char *const **values, int *n,
                                    vg_status *st) {
-    const hval *v = get(hp, name, true, VG_HPARAM_STRING, st);
-    if (!v) return st ? st->code : VG_NOT_FOUND;
-    if (values) *values = (const char *const *)v->s;
-    if (n) *n = v->n;
-    return VG_OK;
+    return get_value(hp, name, true, VG_HPARAM_STRING, (void *)values, n, st);
 }
 
 bool vg_hparams_contains(const vg_hparams *hp, const char *name) { return find(hp, name) >= 0; }

@@ -118,6 +118,11 @@ static bool static_hw(vg_graph *g, vg_output image, const char *fn, int *rank, i
     return true;
 }
 
+/* The input checks of the bounding-box ops: a usable image (ok) with static_hw. */
+static bool static_hw_input(vg_graph *g, vg_output image, const char *fn, int *rank, int64_t *h, int64_t *w) {
+    return ok(g, image) && static_hw(g, image, fn, rank, h, w);
+}
+
 static vg_output crop(vg_graph *g, vg_output image, int r, int64_t oh, int64_t ow, int64_t th, int64_t tw) {
     int64_t begin[4], size[4];
     int k = 0;
@@ -130,10 +135,9 @@ static vg_output crop(vg_graph *g, vg_output image, int r, int64_t oh, int64_t o
 
 vg_output vg_image_crop_to_bounding_box(vg_graph *g, vg_output image, int64_t offset_height, int64_t offset_width,
                                         int64_t target_height, int64_t target_width, const char *name) {
-    if (!ok(g, image)) return k_none;
     int r;
     int64_t h, w;
-    if (!static_hw(g, image, "crop_to_bounding_box", &r, &h, &w)) return k_none;
+    if (!static_hw_input(g, image, "crop_to_bounding_box", &r, &h, &w)) return k_none;
     const char *err = offset_width < 0              ? "offset_width must be >= 0."
                       : offset_height < 0           ? "offset_height must be >= 0."
                       : target_width <= 0           ? "target_width must be > 0."
@@ -153,10 +157,9 @@ vg_output vg_image_crop_to_bounding_box(vg_graph *g, vg_output image, int64_t of
 
 vg_output vg_image_pad_to_bounding_box(vg_graph *g, vg_output image, int64_t offset_height, int64_t offset_width,
                                        int64_t target_height, int64_t target_width, const char *name) {
-    if (!ok(g, image)) return k_none;
     int r;
     int64_t h, w;
-    if (!static_hw(g, image, "pad_to_bounding_box", &r, &h, &w)) return k_none;
+    if (!static_hw_input(g, image, "pad_to_bounding_box", &r, &h, &w)) return k_none;
     int64_t after_w = target_width - offset_width - w, after_h = target_height - offset_height - h;
     const char *err = offset_height < 0 ? "offset_height must be >= 0"
                       : offset_width < 0 ? "offset_width must be >= 0"
@@ -186,10 +189,9 @@ static int64_t floordiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
 vg_output vg_image_resize_with_crop_or_pad(vg_graph *g, vg_output image, int64_t target_height, int64_t target_width,
                                            const char *name) {
-    if (!ok(g, image)) return k_none;
     int r;
     int64_t h, w;
-    if (!static_hw(g, image, "resize_image_with_crop_or_pad", &r, &h, &w)) return k_none;
+    if (!static_hw_input(g, image, "resize_image_with_crop_or_pad", &r, &h, &w)) return k_none;
     if (target_width <= 0 || target_height <= 0) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "resize_image_with_crop_or_pad: target_%s must be > 0.",
                            target_width <= 0 ? "width" : "height");

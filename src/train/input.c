@@ -321,16 +321,14 @@ vg_output vg_match_filenames_once(vg_graph *g, vg_output pattern, const char *na
     if (!files.op) return fail;
     /* vs.variable(name=scope, initial_value, trainable=False, validate_shape=False,
      * collections=[LOCAL_VARIABLES]): created in the init scope, absolute names */
-    vg_graph_push_init_scope(g);
-    vg_graph_push_scope(g, "/");
+    vg__train_enter_root(g);
     vg_output var = vg_variable_op(g, VG_STRING, NULL, -1, full);
     snprintf(sc, sizeof sc, "%s/", full);
     vg_graph_push_scope(g, sc);
     vg_output assign = var.op ? vg_assign(g, var, files, false, "Assign") : fail;
     vg_output read = var.op ? vg_identity(g, var, "read") : fail;
     vg_graph_pop_scope(g);
-    vg_graph_pop_scope(g);
-    vg_graph_pop_init_scope(g);
+    vg__train_leave_root(g);
     if (!assign.op || !read.op) return fail;
     vg_status st;
     if (vg_variable_set_parts(var.op, assign.op, read, &st) != VG_OK) {

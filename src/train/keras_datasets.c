@@ -56,18 +56,41 @@ static vg_code check_pair(const vg_tensor *x, const vg_tensor *y, const char *fi
     return VG_OK;
 }
 
-vg_code vg_keras_mnist_load_data(const char *path, vg_keras_data *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "mnist.load_data: out is NULL");
+/* The start of a loader: INVALID_ARGUMENT "<what>: out is NULL", else *out zeroed and
+ * the dataset's path (keras_path of arg, or of dflt when arg is NULL) in buf. */
+static vg_code load_begin(vg_keras_data *out, const char *what, const char *arg, const char *dflt, char *buf,
+                          size_t len, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: out is NULL", what);
     memset(out, 0, sizeof *out);
-    char file[4096];
-    if (keras_path(path ? path : "mnist.npz", file, sizeof file, st) != VG_OK) return st->code;
+    return keras_path(arg ? arg : dflt, buf, len, st);
+}
+
+/* Whether file can be opened for reading (the loaders' NOT_FOUND check). */
+static bool file_exists(const char *file) {
     FILE *f = fopen(file, "rb");
-    if (!f)
-        return vg_status_set(st, VG_NOT_FOUND,
-                             "mnist.load_data: %s not found (vigil does not download: fetch " KERAS_ORIGIN
-                             "mnist.npz there)",
-                             file);
+    if (!f) return false;
     fclose(f);
+    return true;
+}
+
+/* The end of a load: when rc is VG_OK, checks the train and the test pair (names for
+ * the messages); on any failure frees what *out holds. Returns the first failure. */
+static vg_code check_loaded(vg_keras_data *out, vg_code rc, const char *where, const char *xtr, const char *ytr,
+                            const char *xte, const char *yte, vg_status *st) {
+    if (rc == VG_OK) rc = check_pair(out->x_train, out->y_train, where, xtr, ytr, st);
+    if (rc == VG_OK) rc = check_pair(out->x_test, out->y_test, where, xte, yte, st);
+    if (rc != VG_OK) vg_keras_data_free(out);
+    return rc;
+}
+
+vg_code vg_keras_mnist_load_data(const char *path, vg_keras_data *out, vg_status *st) {
+    char file[4096];
+    vg_code begun = load_begin(out, "mnist.load_data", path, "mnist.npz", file, sizeof file, st);
+    if (begun != VG_OK) return begun;
+    if (!file_exists(file))
+        return vg_status_set(
+            st, VG_NOT_FOUND,
+            "mnist.load_data: %s not found (vigil does not download: fetch " KERAS_ORIGIN "mnist.npz there)", file);
     vg_npz *z = vg_npz_open(file, st);
     if (!z) return st->code;
     static const char *const keys[4] = {"x_train", "y_train", "x_test", "y_test"};
@@ -81,25 +104,20 @@ vg_code vg_keras_mnist_load_data(const char *path, vg_keras_data *out, vg_status
         }
     }
     vg_npz_close(z);
-    if (rc == VG_OK) rc = check_pair(out->x_train, out->y_train, file, "x_train", "y_train", st);
-    if (rc == VG_OK) rc = check_pair(out->x_test, out->y_test, file, "x_test", "y_test", st);
-    if (rc != VG_OK) vg_keras_data_free(out);
-    return rc;
+    return check_loaded(out, rc, file, "x_train", "y_train", "x_test", "y_test", st);
 }
 
 /* One gzip'd IDX file of the fashion-mnist directory as a uint8 tensor. */
 static vg_tensor *read_idx(const char *dir, const char *name, vg_status *st) {
     char file[4200];
     snprintf(file, sizeof file, "%s/%s", dir, name);
-    FILE *f = fopen(file, "rb");
-    if (!f) {
+    if (!file_exists(file)) {
         vg_status_set(st, VG_NOT_FOUND,
                       "fashion_mnist.load_data: %s not found (vigil does not download: fetch " KERAS_ORIGIN
                       "%s there, or install Debian's dataset-fashion-mnist and pass /usr/share/datasets/fashion-mnist)",
                       file, name);
         return NULL;
     }
-    fclose(f);
     int64_t dims[4];
     int nd = 0;
     void *data = NULL;
@@ -111,10 +129,9 @@ static vg_tensor *read_idx(const char *dir, const char *name, vg_status *st) {
 }
 
 vg_code vg_keras_fashion_mnist_load_data(const char *dir, vg_keras_data *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "fashion_mnist.load_data: out is NULL");
-    memset(out, 0, sizeof *out);
     char d[4096];
-    if (keras_path(dir ? dir : "fashion-mnist", d, sizeof d, st) != VG_OK) return st->code;
+    vg_code begun = load_begin(out, "fashion_mnist.load_data", dir, "fashion-mnist", d, sizeof d, st);
+    if (begun != VG_OK) return begun;
     /* fashion_mnist.py's order: labels, then images, train, then test */
     static const char *const files[4] = {"train-labels-idx1-ubyte.gz", "train-images-idx3-ubyte.gz",
                                          "t10k-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz"};
@@ -122,10 +139,7 @@ vg_code vg_keras_fashion_mnist_load_data(const char *dir, vg_keras_data *out, vg
     vg_code rc = VG_OK;
     for (int i = 0; i < 4 && rc == VG_OK; i++)
         if (!(*slots[i] = read_idx(d, files[i], st))) rc = st->code;
-    if (rc == VG_OK) rc = check_pair(out->x_train, out->y_train, d, files[1], files[0], st);
-    if (rc == VG_OK) rc = check_pair(out->x_test, out->y_test, d, files[3], files[2], st);
-    if (rc != VG_OK) vg_keras_data_free(out);
-    return rc;
+    return check_loaded(out, rc, d, files[1], files[0], files[3], files[2], st);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -134,13 +148,11 @@ vg_code vg_keras_fashion_mnist_load_data(const char *dir, vg_keras_data *out, vg
 /* cifar.load_batch: the pickled dict's b'data' (uint8 [n, 3072]) and b'labels' (n ints). */
 static vg_code load_batch(const char *file, vg_tensor **data, vg_tensor **labels, vg_status *st) {
     *data = *labels = NULL;
-    FILE *f = fopen(file, "rb");
-    if (!f)
+    if (!file_exists(file))
         return vg_status_set(st, VG_NOT_FOUND,
                              "cifar10.load_data: %s not found (vigil does not download: unpack "
                              "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz there)",
                              file);
-    fclose(f);
     vg_pickle_dict *d = vg_pickle_dict_read(file, st);
     if (!d) return st->code;
     *data = vg_pickle_dict_get(d, "data", st);
@@ -209,10 +221,9 @@ static vg_code cifar_split(const char *dir, const char *const *names, int nb, vg
 }
 
 vg_code vg_keras_cifar10_load_data(const char *dir, vg_keras_data *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "cifar10.load_data: out is NULL");
-    memset(out, 0, sizeof *out);
     char d[4096];
-    if (keras_path(dir ? dir : "cifar-10-batches-py", d, sizeof d, st) != VG_OK) return st->code;
+    vg_code begun = load_begin(out, "cifar10.load_data", dir, "cifar-10-batches-py", d, sizeof d, st);
+    if (begun != VG_OK) return begun;
     static const char *const train[5] = {"data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4",
                                          "data_batch_5"};
     static const char *const test[1] = {"test_batch"};

@@ -121,13 +121,7 @@ static bool check_ndim(vg_graph *g, const vg_layer *l, const vg_shape *s, int wa
  * model: tf.contrib's variables.model_variable (also in "model_variables" when new). */
 static vg_variable add_weight_ex(vg_graph *g, vg_layer *l, const char *name, vg_dtype dt, const int64_t *dims, int nd,
                                  vg_initializer init, vg_regularizer reg, bool trainable, bool model) {
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dt = dt;
-    o.dims = dims;
-    o.ndims = nd;
-    o.has_init = true;
-    o.init = init;
+    vg_get_variable_opts o = vg__train_var_opts(dt, dims, nd, init);
     o.not_trainable = !trainable;
     const char *vs = vg_variable_scope_name(g);
     char full[VG_LAYER_NAME_MAX * 2];
@@ -881,9 +875,10 @@ vg_output vg_layers_conv2d(vg_graph *g, vg_output x, int64_t filters, int kh, in
     return vg_layers_apply(g, &c, x, none_out());
 }
 
-vg_output vg_layers_max_pooling2d(vg_graph *g, vg_output x, int pool, int stride, const char *padding,
-                                  const char *name) {
-    vg_layer_config c = {.kind = VG_LAYER_MAX_POOLING2D};
+/* A square 2-D pooling layer of the given kind (max or average). */
+static vg_output pooling2d(vg_graph *g, vg_layer_kind kind, vg_output x, int pool, int stride, const char *padding,
+                           const char *name) {
+    vg_layer_config c = {.kind = kind};
     c.pool_size[0] = c.pool_size[1] = pool;
     c.strides[0] = c.strides[1] = stride;
     c.padding = padding;
@@ -891,14 +886,14 @@ vg_output vg_layers_max_pooling2d(vg_graph *g, vg_output x, int pool, int stride
     return vg_layers_apply(g, &c, x, none_out());
 }
 
+vg_output vg_layers_max_pooling2d(vg_graph *g, vg_output x, int pool, int stride, const char *padding,
+                                  const char *name) {
+    return pooling2d(g, VG_LAYER_MAX_POOLING2D, x, pool, stride, padding, name);
+}
+
 vg_output vg_layers_average_pooling2d(vg_graph *g, vg_output x, int pool, int stride, const char *padding,
                                       const char *name) {
-    vg_layer_config c = {.kind = VG_LAYER_AVERAGE_POOLING2D};
-    c.pool_size[0] = c.pool_size[1] = pool;
-    c.strides[0] = c.strides[1] = stride;
-    c.padding = padding;
-    c.name = name;
-    return vg_layers_apply(g, &c, x, none_out());
+    return pooling2d(g, VG_LAYER_AVERAGE_POOLING2D, x, pool, stride, padding, name);
 }
 
 vg_output vg_layers_flatten(vg_graph *g, vg_output x, const char *name) {

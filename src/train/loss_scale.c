@@ -34,11 +34,8 @@ vg_loss_scale *vg_fixed_loss_scale_new(double loss_scale_value, vg_status *st) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "loss_scale_value must be at least 1.");
         return NULL;
     }
-    vg_loss_scale *ls = vg_calloc(1, sizeof *ls);
-    if (!ls) {
-        VG_OOM(st, "a loss scale");
-        return NULL;
-    }
+    vg_loss_scale *ls = vg__train_calloc(sizeof *ls, st, "a loss scale");
+    if (!ls) return NULL;
     ls->initial = loss_scale_value;
     ls->multiplier = 1;
     return ls;
@@ -77,11 +74,8 @@ vg_loss_scale *vg_dynamic_loss_scale_new(vg_graph *g, double initial_loss_scale,
         return NULL;
     }
     if (vg_graph_status(g, st) != VG_OK) return NULL;
-    vg_loss_scale *ls = vg_calloc(1, sizeof *ls);
-    if (!ls) {
-        VG_OOM(st, "a loss scale");
-        return NULL;
-    }
+    vg_loss_scale *ls = vg__train_calloc(sizeof *ls, st, "a loss scale");
+    if (!ls) return NULL;
     ls->dynamic = true;
     ls->initial = initial_loss_scale;
     ls->period = increment_period;

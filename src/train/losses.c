@@ -39,10 +39,7 @@ static bool compatible(vg_graph *g, vg_output a, vg_output b) {
  * dim 1 or equal. */
 static bool broadcastable(vg_graph *g, vg_output w, vg_output v) {
     vg_shape sw = vg_output_shape(w), sv = vg_output_shape(v);
-    if (sw.ndims <= 0 || sv.ndims < 0) return true;
-    bool ok = sw.ndims == sv.ndims;
-    for (int i = 0; ok && i < sw.ndims; i++)
-        if (sw.dims[i] >= 0 && sv.dims[i] >= 0 && sw.dims[i] != 1 && sw.dims[i] != sv.dims[i]) ok = false;
+    bool ok = vg__train_weights_broadcastable(sw, sv);
     if (!ok) {
         char x[128], y[128];
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "weights can not be broadcast to values. values.shape=%s. weights.shape=%s.",
@@ -122,19 +119,29 @@ vg_output vg_losses_compute_weighted_loss(vg_graph *g, vg_output losses, const v
 }
 
 /* The common frame: a scope, a shape check, casts to float32, then weighted(). */
+/* The start of a loss: both inputs (a: the labels, b: the predictions or logits) given,
+ * else INVALID_ARGUMENT "<what>: <args> are required"; with check_shapes, b's shape
+ * compatible with a's; then the name scope (o->scope or dflt) opened into *s. False,
+ * with nothing opened, on failure. */
+static bool loss_begin(vg_graph *g, const vg_loss_opts *o, vg_output a, vg_output b, bool check_shapes,
+                       const char *what, const char *args, const char *dflt, vg__train_scope *s) {
+    if (!a.op || !b.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: %s are required", what, args);
+        return false;
+    }
+    if (check_shapes && !compatible(g, b, a)) return false;
+    vg__train_scope_open(g, o->scope, dflt, s);
+    return true;
+}
+
 typedef enum { L_ABS, L_MSE, L_HUBER, L_HINGE, L_LOG } pair_kind;
 
 static vg_output pair_loss(vg_graph *g, pair_kind k, vg_output labels, vg_output pred, double param,
                            const vg_loss_opts *opts) {
     static const char *names[] = {"absolute_difference", "mean_squared_error", "huber_loss", "hinge_loss", "log_loss"};
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
-    if (!labels.op || !pred.op) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: labels and predictions are required", names[k]);
-        return none();
-    }
-    if (!compatible(g, pred, labels)) return none();
     vg__train_scope s;
-    vg__train_scope_open(g, o->scope, names[k], &s);
+    if (!loss_begin(g, o, labels, pred, true, names[k], "labels and predictions", names[k], &s)) return none();
     vg_output p = to_f32(g, pred, "ToFloat"), l = to_f32(g, labels, "ToFloat_1"), losses;
     switch (k) {
     case L_ABS: losses = vg_abs(g, vg_sub(g, p, l, "Sub"), "Abs"); break;
@@ -192,13 +199,10 @@ vg_output vg_losses_log_loss(vg_graph *g, vg_output labels, vg_output prediction
 vg_output vg_losses_sigmoid_cross_entropy(vg_graph *g, vg_output labels, vg_output logits, double label_smoothing,
                                           const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
-    if (!labels.op || !logits.op) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sigmoid_cross_entropy: multi_class_labels and logits are required");
-        return none();
-    }
-    if (!compatible(g, logits, labels)) return none();
     vg__train_scope s;
-    vg__train_scope_open(g, o->scope, "sigmoid_cross_entropy_loss", &s);
+    if (!loss_begin(g, o, labels, logits, true, "sigmoid_cross_entropy", "multi_class_labels and logits",
+                    "sigmoid_cross_entropy_loss", &s))
+        return none();
     vg_output lab = vg_output_dtype(labels) == vg_output_dtype(logits) ? labels
                                                                        : vg_cast(g, labels, vg_output_dtype(logits), "Cast");
     if (label_smoothing > 0) {
@@ -214,13 +218,10 @@ vg_output vg_losses_sigmoid_cross_entropy(vg_graph *g, vg_output labels, vg_outp
 vg_output vg_losses_softmax_cross_entropy(vg_graph *g, vg_output onehot_labels, vg_output logits,
                                           double label_smoothing, const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
-    if (!onehot_labels.op || !logits.op) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "softmax_cross_entropy: onehot_labels and logits are required");
-        return none();
-    }
-    if (!compatible(g, logits, onehot_labels)) return none();
     vg__train_scope s;
-    vg__train_scope_open(g, o->scope, "softmax_cross_entropy_loss", &s);
+    if (!loss_begin(g, o, onehot_labels, logits, true, "softmax_cross_entropy", "onehot_labels and logits",
+                    "softmax_cross_entropy_loss", &s))
+        return none();
     vg_dtype dt = vg_output_dtype(logits);
     vg_output lab = vg_output_dtype(onehot_labels) == dt ? onehot_labels : vg_cast(g, onehot_labels, dt, "Cast");
     if (label_smoothing > 0) {
@@ -241,12 +242,10 @@ vg_output vg_losses_softmax_cross_entropy(vg_graph *g, vg_output onehot_labels, 
 vg_output vg_losses_sparse_softmax_cross_entropy(vg_graph *g, vg_output labels, vg_output logits,
                                                  const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
-    if (!labels.op || !logits.op) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sparse_softmax_cross_entropy: labels and logits are required");
-        return none();
-    }
     vg__train_scope s;
-    vg__train_scope_open(g, o->scope, "sparse_softmax_cross_entropy_loss", &s);
+    if (!loss_begin(g, o, labels, logits, false, "sparse_softmax_cross_entropy", "labels and logits",
+                    "sparse_softmax_cross_entropy_loss", &s))
+        return none();
     vg_op *x = vg_sparse_softmax_xent(g, logits, labels, "xentropy");
     vg_output r = x ? weighted(g, vg_out(x, 0), o) : none();
     vg_graph_pop_scope(g);
@@ -256,13 +255,10 @@ vg_output vg_losses_sparse_softmax_cross_entropy(vg_graph *g, vg_output labels, 
 vg_output vg_losses_cosine_distance(vg_graph *g, vg_output labels, vg_output predictions, int axis,
                                     const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
-    if (!labels.op || !predictions.op) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "cosine_distance: labels and predictions are required");
-        return none();
-    }
-    if (!compatible(g, predictions, labels)) return none();
     vg__train_scope s;
-    vg__train_scope_open(g, o->scope, "cosine_distance_loss", &s);
+    if (!loss_begin(g, o, labels, predictions, true, "cosine_distance", "labels and predictions",
+                    "cosine_distance_loss", &s))
+        return none();
     vg_output p = to_f32(g, predictions, "ToFloat"), l = to_f32(g, labels, "ToFloat_1");
     int32_t ax = axis;
     vg_output sum = vg_reduce_sum(g, vg_mul(g, p, l, "Mul"), &ax, 1, true, "Sum");

@@ -39,6 +39,27 @@ static vg_output schedule_open(vg_graph *g, const char *name, const char *def, d
     return f32(g, learning_rate, "initial_learning_rate");
 }
 
+/* The end of a schedule: closes its scope, returns initial_learning_rate * x named as
+ * the scope. */
+static vg_output schedule_scale(vg_graph *g, const vg__train_scope *s, vg_output ilr, vg_output x) {
+    vg_graph_pop_scope(g);
+    return vg_mul(g, ilr, x, s->base);
+}
+
+/* min(cast(step), decay_steps) ("Cast/x" holds decay_steps, returned in *ds). */
+static vg_output clamped_step(vg_graph *g, vg_output step, double decay_steps, const char *cast_name, vg_output *ds) {
+    *ds = f32(g, decay_steps, "Cast/x");
+    return vg_minimum(g, cast_step(g, step, cast_name), *ds, "Minimum");
+}
+
+/* need_step, then schedule_open (the constant in *ilr); false when step is missing. */
+static bool schedule_begin(vg_graph *g, vg_output step, const char *what, const char *name, const char *def,
+                           double learning_rate, vg__train_scope *s, vg_output *ilr) {
+    if (!need_step(g, step, what)) return false;
+    *ilr = schedule_open(g, name, def, learning_rate, s);
+    return true;
+}
+
 /* ExponentialDecay; decay_rate_t {NULL} makes the Const "Cast_1/x" from decay_rate. */
 static vg_output exp_decay(vg_graph *g, double lr, vg_output step, double decay_steps, double decay_rate,
                            vg_output decay_rate_t, bool staircase, const char *name) {
@@ -50,8 +71,7 @@ static vg_output exp_decay(vg_graph *g, double lr, vg_output step, double decay_
     vg_output p = vg_div(g, gs, ds, "truediv");
     if (staircase) p = vg_floor(g, p, "Floor");
     vg_output pw = vg_pow(g, decay_rate_t, p, "Pow");
-    vg_graph_pop_scope(g);
-    return vg_mul(g, ilr, pw, s.base);
+    return schedule_scale(g, &s, ilr, pw);
 }
 
 vg_output vg_exponential_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
@@ -117,9 +137,10 @@ vg_output vg_piecewise_constant(vg_graph *g, vg_output x, const double *boundari
 
 vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
                               double end_learning_rate, double power, bool cycle, const char *name) {
-    if (!need_step(g, global_step, "polynomial_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg_output ilr = schedule_open(g, name, "PolynomialDecay", learning_rate, &s);
+    vg_output ilr;
+    if (!schedule_begin(g, global_step, "polynomial_decay", name, "PolynomialDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output end = f32(g, end_learning_rate, "Cast/x");
     vg_output pw = f32(g, power, "Cast_1/x");
     vg_output gs = cast_step(g, global_step, "Cast_2");
@@ -141,9 +162,10 @@ vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output globa
 
 vg_output vg_inverse_time_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
                                 double decay_rate, bool staircase, const char *name) {
-    if (!need_step(g, global_step, "inverse_time_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg_output ilr = schedule_open(g, name, "InverseTimeDecay", learning_rate, &s);
+    vg_output ilr;
+    if (!schedule_begin(g, global_step, "inverse_time_decay", name, "InverseTimeDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output ds = f32(g, decay_steps, "Cast/x"), dr = f32(g, decay_rate, "Cast_1/x");
     vg_output gs = cast_step(g, global_step, "Cast_2");
     vg_output p = vg_div(g, gs, ds, "truediv");
@@ -155,29 +177,67 @@ vg_output vg_inverse_time_decay(vg_graph *g, double learning_rate, vg_output glo
 
 static const double PI = 3.14159265358979323846;
 
+/* TF's name of the i-th op of a kind in a scope: "add", "add_1", ... */
+static const char *nth_name(char *buf, size_t len, const char *kind, int i, const char *suffix) {
+    if (i == 0)
+        snprintf(buf, len, "%s%s", kind, suffix);
+    else
+        snprintf(buf, len, "%s_%d%s", kind, i, suffix);
+    return buf;
+}
+
+/* cosine decay's half * (1 + cos(pi * frac)): "Const", pi_mul, "Cos", the add_i-th "add"
+ * (and its "/x"), out */
+static vg_output half_cos(vg_graph *g, vg_output half, vg_output frac, const char *pi_mul, int add_i, const char *out) {
+    char ax[32], an[32];
+    vg_output c = vg_cos(g, vg_mul(g, f32(g, PI, "Const"), frac, pi_mul), "Cos");
+    vg_output one = f32(g, 1, nth_name(ax, sizeof ax, "add", add_i, "/x"));
+    return vg_mul(g, half, vg_add(g, one, c, nth_name(an, sizeof an, "add", add_i, "")), out);
+}
+
+/* linear_cosine_decay's tail (also the noisy one's): frac = gs / ds (`truediv`),
+ * 0.5 * (1 + cos(pi * 2 * num_periods * frac)) and (alpha + lin) * that + beta, with the
+ * casts Cast_<cast_i>..+2 and the adds add_<add_i>..+2 */
+static vg_output linear_cos_tail(vg_graph *g, vg_output ds, vg_output gs, vg_output lin, double num_periods,
+                                 double alpha, double beta, const char *truediv, int cast_i, int add_i) {
+    char c0[32], c1[32], c2[32], a1[32], a2[32];
+    vg_output frac = vg_div(g, gs, ds, truediv);
+    vg_output np = f32(g, num_periods, nth_name(c0, sizeof c0, "Cast", cast_i, "/x"));
+    vg_output fraction = vg_mul(g, vg_mul(g, f32(g, 2.0, "mul/x"), np, "mul"), frac, "mul_1");
+    vg_output cosd = half_cos(g, f32(g, 0.5, "mul_2/x"), fraction, "mul_3", add_i, "mul_2");
+    vg_output a = vg_add(g, f32(g, alpha, nth_name(c1, sizeof c1, "Cast", cast_i + 1, "/x")), lin,
+                         nth_name(a1, sizeof a1, "add", add_i + 1, ""));
+    return vg_add(g, vg_mul(g, a, cosd, "mul_4"), f32(g, beta, nth_name(c2, sizeof c2, "Cast", cast_i + 2, "/x")),
+                  nth_name(a2, sizeof a2, "add", add_i + 2, ""));
+}
+
+/* (1 - alpha) * cosd + alpha: "<mul>/x", mul, "add_1/y", "add_1" */
+static vg_output alpha_mix(vg_graph *g, double alpha, vg_output cosd, const char *mul) {
+    char x[32];
+    snprintf(x, sizeof x, "%s/x", mul);
+    return vg_add(g, vg_mul(g, f32(g, 1 - alpha, x), cosd, mul), f32(g, alpha, "add_1/y"), "add_1");
+}
+
 vg_output vg_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps, double alpha,
                           const char *name) {
-    if (!need_step(g, global_step, "cosine_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg_output ilr = schedule_open(g, name, "CosineDecay", learning_rate, &s);
-    vg_output ds = f32(g, decay_steps, "Cast/x");
-    vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_1"), ds, "Minimum");
+    vg_output ilr;
+    if (!schedule_begin(g, global_step, "cosine_decay", name, "CosineDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
+    vg_output ds;
+    vg_output gs = clamped_step(g, global_step, decay_steps, "Cast_1", &ds);
     vg_output frac = vg_div(g, gs, ds, "truediv");
-    vg_output cosd = vg_mul(g, f32(g, 0.5, "mul/x"),
-                            vg_add(g, f32(g, 1, "add/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), frac, "mul_1"), "Cos"),
-                                   "add"),
-                            "mul");
-    vg_output decayed = vg_add(g, vg_mul(g, f32(g, 1 - alpha, "mul_2/x"), cosd, "mul_2"), f32(g, alpha, "add_1/y"),
-                               "add_1");
-    vg_graph_pop_scope(g);
-    return vg_mul(g, ilr, decayed, s.base);
+    vg_output cosd = half_cos(g, f32(g, 0.5, "mul/x"), frac, "mul_1", 0, "mul");
+    vg_output decayed = alpha_mix(g, alpha, cosd, "mul_2");
+    return schedule_scale(g, &s, ilr, decayed);
 }
 
 vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output global_step, double first_decay_steps,
                                    double t_mul, double m_mul, double alpha, const char *name) {
-    if (!need_step(g, global_step, "cosine_decay_restarts")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg_output ilr = schedule_open(g, name, "SGDRDecay", learning_rate, &s);
+    vg_output ilr;
+    if (!schedule_begin(g, global_step, "cosine_decay_restarts", name, "SGDRDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output fds = f32(g, first_decay_steps, "Cast/x");
     vg_output gs = cast_step(g, global_step, "Cast_3");
     vg_output frac = vg_div(g, gs, fds, "truediv");
@@ -196,35 +256,22 @@ vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output 
         frac = vg_div(g, vg_sub(g, frac, sum_r, "sub_4"), tpow, "truediv_3");
     }
     vg_output m_fac = vg_pow(g, f32(g, m_mul, "Cast_2/x"), i_restart, "Pow_1");
-    vg_output cosd = vg_mul(g, vg_mul(g, f32(g, 0.5, "mul_1/x"), m_fac, "mul_1"),
-                            vg_add(g, f32(g, 1, "add/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), frac, "mul_2"), "Cos"),
-                                   "add"),
-                            "mul_3");
-    vg_output decayed = vg_add(g, vg_mul(g, f32(g, 1 - alpha, "mul_4/x"), cosd, "mul_4"), f32(g, alpha, "add_1/y"),
-                               "add_1");
-    vg_graph_pop_scope(g);
-    return vg_mul(g, ilr, decayed, s.base);
+    vg_output cosd = half_cos(g, vg_mul(g, f32(g, 0.5, "mul_1/x"), m_fac, "mul_1"), frac, "mul_2", 0, "mul_3");
+    vg_output decayed = alpha_mix(g, alpha, cosd, "mul_4");
+    return schedule_scale(g, &s, ilr, decayed);
 }
 
 vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
                                  double num_periods, double alpha, double beta, const char *name) {
-    if (!need_step(g, global_step, "linear_cosine_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg_output ilr = schedule_open(g, name, "LinearCosineDecay", learning_rate, &s);
-    vg_output ds = f32(g, decay_steps, "Cast/x");
-    vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_4"), ds, "Minimum");
+    vg_output ilr;
+    if (!schedule_begin(g, global_step, "linear_cosine_decay", name, "LinearCosineDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
+    vg_output ds;
+    vg_output gs = clamped_step(g, global_step, decay_steps, "Cast_4", &ds);
     vg_output linear = vg_div(g, vg_sub(g, ds, gs, "sub"), ds, "truediv");
-    vg_output frac = vg_div(g, gs, ds, "truediv_1");
-    vg_output fraction = vg_mul(g, vg_mul(g, f32(g, 2.0, "mul/x"), f32(g, num_periods, "Cast_1/x"), "mul"), frac,
-                                "mul_1");
-    vg_output cosd = vg_mul(g, f32(g, 0.5, "mul_2/x"),
-                            vg_add(g, f32(g, 1, "add/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), fraction, "mul_3"), "Cos"),
-                                   "add"),
-                            "mul_2");
-    vg_output lcd = vg_add(g, vg_mul(g, vg_add(g, f32(g, alpha, "Cast_2/x"), linear, "add_1"), cosd, "mul_4"),
-                           f32(g, beta, "Cast_3/x"), "add_2");
-    vg_graph_pop_scope(g);
-    return vg_mul(g, ilr, lcd, s.base);
+    vg_output lcd = linear_cos_tail(g, ds, gs, linear, num_periods, alpha, beta, "truediv_1", 1, 0);
+    return schedule_scale(g, &s, ilr, lcd);
 }
 
 vg_output vg_noisy_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
@@ -235,8 +282,8 @@ vg_output vg_noisy_linear_cosine_decay(vg_graph *g, double learning_rate, vg_out
     vg_graph_get_seed(g, seed, &s1, &s2);
     vg__train_scope s;
     vg_output ilr = schedule_open(g, name, "NoisyLinearCosineDecay", learning_rate, &s);
-    vg_output ds = f32(g, decay_steps, "Cast/x");
-    vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_6"), ds, "Minimum");
+    vg_output ds;
+    vg_output gs = clamped_step(g, global_step, decay_steps, "Cast_6", &ds);
     vg_output linear = vg_div(g, vg_sub(g, ds, gs, "sub"), ds, "truediv");
     vg_output variance = vg_div(g, f32(g, initial_variance, "Cast_1/x"),
                                 vg_pow(g, vg_add(g, f32(g, 1.0, "add/x"), gs, "add"), f32(g, variance_decay, "Cast_2/x"),
@@ -251,14 +298,6 @@ vg_output vg_noisy_linear_cosine_decay(vg_graph *g, double learning_rate, vg_out
                              f32(g, 0.0, "mean"), "add");
     vg_graph_pop_scope(g);
     vg_output noisy = vg_add(g, linear, noise, "add_1");
-    vg_output frac = vg_div(g, gs, ds, "truediv_2");
-    vg_output fraction = vg_mul(g, vg_mul(g, f32(g, 2.0, "mul/x"), f32(g, num_periods, "Cast_3/x"), "mul"), frac, "mul_1");
-    vg_output cosd = vg_mul(g, f32(g, 0.5, "mul_2/x"),
-                            vg_add(g, f32(g, 1, "add_2/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), fraction, "mul_3"), "Cos"),
-                                   "add_2"),
-                            "mul_2");
-    vg_output r = vg_add(g, vg_mul(g, vg_add(g, f32(g, alpha, "Cast_4/x"), noisy, "add_3"), cosd, "mul_4"),
-                         f32(g, beta, "Cast_5/x"), "add_4");
-    vg_graph_pop_scope(g);
-    return vg_mul(g, ilr, r, s.base);
+    vg_output r = linear_cos_tail(g, ds, gs, noisy, num_periods, alpha, beta, "truediv_2", 3, 2);
+    return schedule_scale(g, &s, ilr, r);
 }

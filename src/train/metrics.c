@@ -13,8 +13,9 @@
  * thresholds are compared by broadcasting instead of a second Tile. div_no_nan is
  * Select(den == 0, 0, num / Select(den == 0, 1, den)) (no DivNoNan op yet).
  */
-#include "variable_internal.h"
 #include "vigil/metrics.h"
+#include "train_util.h"
+#include "variable_internal.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
 #include "vigil/variables.h"
@@ -93,10 +94,7 @@ static void remove_squeezable(vg_graph *g, vg_output *labels, vg_output *predict
  * with each dimension 1 or equal. */
 static bool check_weights(vg_graph *g, const char *what, vg_output w, vg_output v) {
     vg_shape sw = vg_output_shape(w), sv = vg_output_shape(v);
-    if (sw.ndims <= 0 || sv.ndims < 0) return true;
-    bool good = sw.ndims == sv.ndims;
-    for (int i = 0; good && i < sw.ndims; i++)
-        if (sw.dims[i] >= 0 && sv.dims[i] >= 0 && sw.dims[i] != 1 && sw.dims[i] != sv.dims[i]) good = false;
+    bool good = vg__train_weights_broadcastable(sw, sv);
     if (!good) {
         char x[128], y[128];
         vg_graph_set_error(g, VG_INVALID_ARGUMENT,

@@ -10,6 +10,7 @@
  *     variable = biased / (1 - decay ^ local_step).
  * Ops are named as TF names them under the "AssignMovingAvg" name scope.
  */
+#include "variable_internal.h"
 #include "vigil/ops.h"
 #include "vigil/train_lib.h"
 #include "vigil/variable_scope.h"
@@ -174,13 +175,7 @@ vg_output vg_weighted_moving_average(vg_graph *g, vg_output value, double decay,
     char sname[MA_NAME_MAX];
     snprintf(sname, sizeof sname, "%s", scope);
     vg_shape vsh = vg_output_shape(value), wsh = vg_output_shape(weight);
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dt = vg_output_dtype(value);
-    o.dims = vsh.dims;
-    o.ndims = vsh.ndims;
-    o.has_init = true;
-    o.init = vg_init_zeros();
+    vg_get_variable_opts o = vg__train_var_opts(vg_output_dtype(value), vsh.dims, vsh.ndims, vg_init_zeros());
     o.not_trainable = true;
     vg_variable vxw = vg_get_variable_ex(g, "value_x_weight", &o);
     o.dt = vg_output_dtype(weight);

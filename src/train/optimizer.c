@@ -25,12 +25,13 @@
  * is ResourceScatterAdd(var, indices, -grad * lr) as TF's
  * _resource_apply_sparse_duplicate_indices.
  */
+#include "vigil/optimizer.h"
 #include "dist_internal.h"
 #include "optimizer_wrap.h"
 #include "train_util.h"
+#include "variable_internal.h"
 #include "vigil/gradients.h"
 #include "vigil/ops_ext.h"
-#include "vigil/optimizer.h"
 #include "vigil/resource_variables.h"
 #include "vigil/variable_scope.h"
 #include <stdio.h>
@@ -54,12 +55,18 @@ typedef struct slot_entry {
     vg_op *slot;
 } slot_entry;
 
+/* The hyperparameters one constructor sets (the others stay 0). */
+typedef struct {
+    double momentum, beta1, beta2, epsilon, decay;
+    double rho, initial_accumulator, lr_power, l1, l2, l2_shrinkage;
+    bool nesterov;
+} opt_hyper;
+
 struct vg_optimizer {
     opt_kind kind;
     const char *name;
-    double lr, momentum, beta1, beta2, epsilon, decay;
-    double rho, initial_accumulator, lr_power, l1, l2, l2_shrinkage;
-    bool nesterov;
+    double lr;
+    opt_hyper hp;            /* the hyperparameters its constructor set */
     int gate;                /* vg_gate_gradients */
     char arg_error[256];     /* a constructor argument TF rejects; reported by apply */
     vg_output lr_tensor;     /* replaces the "learning_rate" Const when set */
@@ -96,47 +103,33 @@ const vg__optimizer_wrap_ops *vg__optimizer_wrap_of(const vg_optimizer *opt, voi
 /* ------------------------------------------------------------------------ */
 /* construction */
 
-static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr) {
+static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr, opt_hyper h) {
     vg_optimizer *o = vg_calloc(1, sizeof *o);
     if (!o) return NULL;
     o->kind = kind;
     o->name = name;
     o->lr = lr;
     o->gate = 1; /* GATE_OP, TF's default */
+    o->hp = h;
     return o;
 }
 
 vg_optimizer *vg_optimizer_new_sgd(double learning_rate) {
-    return opt_new(OPT_SGD, "GradientDescent", learning_rate);
+    return opt_new(OPT_SGD, "GradientDescent", learning_rate, (opt_hyper){0});
 }
 
 vg_optimizer *vg_optimizer_new_momentum(double learning_rate, double momentum, bool use_nesterov) {
-    vg_optimizer *o = opt_new(OPT_MOMENTUM, "Momentum", learning_rate);
-    if (o) {
-        o->momentum = momentum;
-        o->nesterov = use_nesterov;
-    }
-    return o;
+    return opt_new(OPT_MOMENTUM, "Momentum", learning_rate,
+                   (opt_hyper){.momentum = momentum, .nesterov = use_nesterov});
 }
 
 vg_optimizer *vg_optimizer_new_adam(double learning_rate, double beta1, double beta2, double epsilon) {
-    vg_optimizer *o = opt_new(OPT_ADAM, "Adam", learning_rate);
-    if (o) {
-        o->beta1 = beta1;
-        o->beta2 = beta2;
-        o->epsilon = epsilon;
-    }
-    return o;
+    return opt_new(OPT_ADAM, "Adam", learning_rate, (opt_hyper){.beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
 }
 
 vg_optimizer *vg_optimizer_new_rmsprop(double learning_rate, double decay, double momentum, double epsilon) {
-    vg_optimizer *o = opt_new(OPT_RMSPROP, "RMSProp", learning_rate);
-    if (o) {
-        o->decay = decay;
-        o->momentum = momentum;
-        o->epsilon = epsilon;
-    }
-    return o;
+    return opt_new(OPT_RMSPROP, "RMSProp", learning_rate,
+                   (opt_hyper){.decay = decay, .momentum = momentum, .epsilon = epsilon});
 }
 
 vg_optimizer *vg_optimizer_new_adam_default(void) { return vg_optimizer_new_adam(0.001, 0.9, 0.999, 1e-8); }
@@ -146,13 +139,11 @@ vg_optimizer *vg_optimizer_new_rmsprop_default(double learning_rate) {
 }
 
 vg_optimizer *vg_optimizer_new_adagrad(double learning_rate, double initial_accumulator_value) {
-    vg_optimizer *o = opt_new(OPT_ADAGRAD, "Adagrad", learning_rate);
-    if (o) {
-        o->initial_accumulator = initial_accumulator_value;
-        if (!(initial_accumulator_value > 0))
-            snprintf(o->arg_error, sizeof o->arg_error, "initial_accumulator_value must be positive: %g",
-                     initial_accumulator_value);
-    }
+    vg_optimizer *o =
+        opt_new(OPT_ADAGRAD, "Adagrad", learning_rate, (opt_hyper){.initial_accumulator = initial_accumulator_value});
+    if (o && !(initial_accumulator_value > 0))
+        snprintf(o->arg_error, sizeof o->arg_error, "initial_accumulator_value must be positive: %g",
+                 initial_accumulator_value);
     return o;
 }
 
@@ -161,25 +152,20 @@ vg_optimizer *vg_optimizer_new_adagrad_default(double learning_rate) {
 }
 
 vg_optimizer *vg_optimizer_new_adadelta(double learning_rate, double rho, double epsilon) {
-    vg_optimizer *o = opt_new(OPT_ADADELTA, "Adadelta", learning_rate);
-    if (o) {
-        o->rho = rho;
-        o->epsilon = epsilon;
-    }
-    return o;
+    return opt_new(OPT_ADADELTA, "Adadelta", learning_rate, (opt_hyper){.rho = rho, .epsilon = epsilon});
 }
 
 vg_optimizer *vg_optimizer_new_adadelta_default(void) { return vg_optimizer_new_adadelta(0.001, 0.95, 1e-8); }
 
 vg_optimizer *vg_optimizer_new_ftrl(double learning_rate, double learning_rate_power, double initial_accumulator_value,
                                     double l1, double l2, double l2_shrinkage) {
-    vg_optimizer *o = opt_new(OPT_FTRL, "Ftrl", learning_rate);
+    vg_optimizer *o = opt_new(OPT_FTRL, "Ftrl", learning_rate,
+                              (opt_hyper){.lr_power = learning_rate_power,
+                                          .initial_accumulator = initial_accumulator_value,
+                                          .l1 = l1,
+                                          .l2 = l2,
+                                          .l2_shrinkage = l2_shrinkage});
     if (!o) return NULL;
-    o->lr_power = learning_rate_power;
-    o->initial_accumulator = initial_accumulator_value;
-    o->l1 = l1;
-    o->l2 = l2;
-    o->l2_shrinkage = l2_shrinkage;
     /* ftrl.py's ValueErrors, in its order */
     if (initial_accumulator_value < 0)
         snprintf(o->arg_error, sizeof o->arg_error, "initial_accumulator_value %g needs to be positive or zero",
@@ -202,12 +188,7 @@ vg_optimizer *vg_optimizer_new_ftrl_default(double learning_rate) {
 }
 
 vg_optimizer *vg_optimizer_new_proximal_gd(double learning_rate, double l1, double l2) {
-    vg_optimizer *o = opt_new(OPT_PROXIMAL_GD, "ProximalGradientDescent", learning_rate);
-    if (o) {
-        o->l1 = l1;
-        o->l2 = l2;
-    }
-    return o;
+    return opt_new(OPT_PROXIMAL_GD, "ProximalGradientDescent", learning_rate, (opt_hyper){.l1 = l1, .l2 = l2});
 }
 
 void vg_optimizer_set_gate_gradients(vg_optimizer *opt, vg_gate_gradients gate) {
@@ -238,15 +219,9 @@ const char *vg_optimizer_name(const vg_optimizer *opt) {
 /* ------------------------------------------------------------------------ */
 /* resource variables: dtype and shape from the handle's VarHandleOp */
 
-static bool is_res(const vg_op *var) { return vg_is_resource_variable(vg_out((vg_op *)var, 0)); }
-static vg_dtype var_dtype(const vg_op *var) {
-    vg_output v = vg_out((vg_op *)var, 0);
-    return is_res(var) ? vg_resource_variable_dtype(v) : vg_output_dtype(v);
-}
-static vg_shape var_shape(const vg_op *var) {
-    vg_output v = vg_out((vg_op *)var, 0);
-    return is_res(var) ? vg_resource_variable_shape(v) : vg_output_shape(v);
-}
+static bool is_res(const vg_op *var) { return vg__train_is_resource(var); }
+static vg_dtype var_dtype(const vg_op *var) { return vg__train_var_dtype(var); }
+static vg_shape var_shape(const vg_op *var) { return vg__train_var_shape(var); }
 /* A (non-slot) variable's value for the update: its snapshot, or a ReadVariableOp. */
 static vg_output var_value(vg_graph *g, vg_op *var) {
     if (!is_res(var)) return vg_variable_snapshot(var);
@@ -294,13 +269,7 @@ static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_
         slot = vg_resource_variable_new_init(g, full, var_dtype(var), shape.dims, shape.ndims, init, 0).handle_op;
         vg_graph_pop_scope(g);
     } else {
-        vg_get_variable_opts go;
-        memset(&go, 0, sizeof go);
-        go.dt = var_dtype(var);
-        go.dims = shape.dims;
-        go.ndims = shape.ndims;
-        go.has_init = true;
-        go.init = init;
+        vg_get_variable_opts go = vg__train_var_opts(var_dtype(var), shape.dims, shape.ndims, init);
         go.not_trainable = true;
         slot = vg_get_variable_ex(g, "", &go).var;
     }
@@ -331,48 +300,39 @@ static vg_op *make_power(vg_graph *g, const char *name, double initial, bool res
     return v.var;
 }
 
+/* Slot 0 (init0) and, when nslots is 2, slot 1 (init1) of each variable, in TF's order
+ * (both slots of a variable before the next variable). */
+static bool make_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n, int nslots, vg_initializer init0,
+                       vg_initializer init1) {
+    for (int i = 0; i < n; i++)
+        if (!make_slot(o, g, vars[i], 0, init0) || (nslots > 1 && !make_slot(o, g, vars[i], 1, init1))) return false;
+    return true;
+}
+
 static bool create_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n) {
     switch (o->kind) {
     case OPT_SGD: return true;
-    case OPT_MOMENTUM:
-        for (int i = 0; i < n; i++)
-            if (!make_slot(o, g, vars[i], 0, vg_init_zeros())) return false;
-        return true;
+    case OPT_MOMENTUM: return make_slots(o, g, vars, n, 1, vg_init_zeros(), vg_init_zeros());
     case OPT_ADAM:
         if (o->beta_graph != g || !o->beta1_power) {
-            o->beta1_power = make_power(g, "beta1_power", o->beta1, is_res(vars[0]));
-            o->beta2_power = make_power(g, "beta2_power", o->beta2, is_res(vars[0]));
+            o->beta1_power = make_power(g, "beta1_power", o->hp.beta1, is_res(vars[0]));
+            o->beta2_power = make_power(g, "beta2_power", o->hp.beta2, is_res(vars[0]));
             if (!o->beta1_power || !o->beta2_power) return false;
             o->beta_graph = g;
         }
-        for (int i = 0; i < n; i++)
-            if (!make_slot(o, g, vars[i], 0, vg_init_zeros()) || !make_slot(o, g, vars[i], 1, vg_init_zeros()))
-                return false;
-        return true;
+        return make_slots(o, g, vars, n, 2, vg_init_zeros(), vg_init_zeros());
     case OPT_RMSPROP:
         /* TF initializes the mean square "rms" slot with ones */
-        for (int i = 0; i < n; i++)
-            if (!make_slot(o, g, vars[i], 0, vg_init_ones()) || !make_slot(o, g, vars[i], 1, vg_init_zeros()))
-                return false;
-        return true;
+        return make_slots(o, g, vars, n, 2, vg_init_ones(), vg_init_zeros());
     case OPT_ADAGRAD:
         /* "accumulator": constant initial_accumulator_value */
-        for (int i = 0; i < n; i++)
-            if (!make_slot(o, g, vars[i], 0, vg_init_constant(o->initial_accumulator))) return false;
-        return true;
+        return make_slots(o, g, vars, n, 1, vg_init_constant(o->hp.initial_accumulator), vg_init_zeros());
     case OPT_ADADELTA:
         /* "accum", "accum_update": zeros */
-        for (int i = 0; i < n; i++)
-            if (!make_slot(o, g, vars[i], 0, vg_init_zeros()) || !make_slot(o, g, vars[i], 1, vg_init_zeros()))
-                return false;
-        return true;
+        return make_slots(o, g, vars, n, 2, vg_init_zeros(), vg_init_zeros());
     case OPT_FTRL:
         /* "accum": constant initial_accumulator_value; "linear": zeros */
-        for (int i = 0; i < n; i++)
-            if (!make_slot(o, g, vars[i], 0, vg_init_constant(o->initial_accumulator)) ||
-                !make_slot(o, g, vars[i], 1, vg_init_zeros()))
-                return false;
-        return true;
+        return make_slots(o, g, vars, n, 2, vg_init_constant(o->hp.initial_accumulator), vg_init_zeros());
     case OPT_PROXIMAL_GD: return true;
     }
     return false;
@@ -395,32 +355,32 @@ static hyper prepare(vg_optimizer *o, vg_graph *g) {
                            : vg_const_f32(g, (float)o->lr, o->kind == OPT_ADADELTA ? "lr" : "learning_rate");
     switch (o->kind) {
     case OPT_SGD: break;
-    case OPT_MOMENTUM: h.momentum = vg_const_f32(g, (float)o->momentum, "momentum"); break;
+    case OPT_MOMENTUM: h.momentum = vg_const_f32(g, (float)o->hp.momentum, "momentum"); break;
     case OPT_ADAM:
-        h.beta1 = vg_const_f32(g, (float)o->beta1, "beta1");
-        h.beta2 = vg_const_f32(g, (float)o->beta2, "beta2");
-        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        h.beta1 = vg_const_f32(g, (float)o->hp.beta1, "beta1");
+        h.beta2 = vg_const_f32(g, (float)o->hp.beta2, "beta2");
+        h.epsilon = vg_const_f32(g, (float)o->hp.epsilon, "epsilon");
         break;
     case OPT_RMSPROP:
-        h.decay = vg_const_f32(g, (float)o->decay, "decay");
-        h.momentum = vg_const_f32(g, (float)o->momentum, "momentum");
-        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        h.decay = vg_const_f32(g, (float)o->hp.decay, "decay");
+        h.momentum = vg_const_f32(g, (float)o->hp.momentum, "momentum");
+        h.epsilon = vg_const_f32(g, (float)o->hp.epsilon, "epsilon");
         break;
     case OPT_ADAGRAD: break;
     case OPT_ADADELTA:
-        h.rho = vg_const_f32(g, (float)o->rho, "rho");
-        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        h.rho = vg_const_f32(g, (float)o->hp.rho, "rho");
+        h.epsilon = vg_const_f32(g, (float)o->hp.epsilon, "epsilon");
         break;
     case OPT_FTRL:
-        h.l1 = vg_const_f32(g, (float)o->l1, "l1_regularization_strength");
-        h.l2 = vg_const_f32(g, (float)o->l2, "l2_regularization_strength");
-        if (o->l2_shrinkage > 0)
-            h.l2_shrinkage = vg_const_f32(g, (float)o->l2_shrinkage, "l2_shrinkage_regularization_strength");
-        h.lr_power = vg_const_f32(g, (float)o->lr_power, "learning_rate_power");
+        h.l1 = vg_const_f32(g, (float)o->hp.l1, "l1_regularization_strength");
+        h.l2 = vg_const_f32(g, (float)o->hp.l2, "l2_regularization_strength");
+        if (o->hp.l2_shrinkage > 0)
+            h.l2_shrinkage = vg_const_f32(g, (float)o->hp.l2_shrinkage, "l2_shrinkage_regularization_strength");
+        h.lr_power = vg_const_f32(g, (float)o->hp.lr_power, "learning_rate_power");
         break;
     case OPT_PROXIMAL_GD:
-        h.l1 = vg_const_f32(g, (float)o->l1, "l1_regularization_strength");
-        h.l2 = vg_const_f32(g, (float)o->l2, "l2_regularization_strength");
+        h.l1 = vg_const_f32(g, (float)o->hp.l1, "l1_regularization_strength");
+        h.l2 = vg_const_f32(g, (float)o->hp.l2, "l2_regularization_strength");
         break;
     }
     return h;
@@ -443,7 +403,7 @@ static vg_op *apply_dense(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *v
         vg_output acc = {find_slot(o, var, 0), 0};
         vg_output lr = cast_to(g, h->lr, dt);
         vg_output mom = cast_to(g, h->momentum, dt);
-        r = vg_apply_momentum(g, ref, acc, lr, grad, mom, false, o->nesterov, NULL);
+        r = vg_apply_momentum(g, ref, acc, lr, grad, mom, false, o->hp.nesterov, NULL);
         break;
     }
     case OPT_ADAM: {
@@ -560,7 +520,7 @@ static vg_op *apply_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *
     case OPT_ADAM: break;
     case OPT_MOMENTUM:
         r = vg_sparse_apply_momentum(g, ref, vg_out(find_slot(o, var, 0), 0), cast_to(g, h->lr, dt), grad, uniq,
-                                     cast_to(g, h->momentum, dt), false, o->nesterov, NULL);
+                                     cast_to(g, h->momentum, dt), false, o->hp.nesterov, NULL);
         break;
     case OPT_RMSPROP:
         r = vg_sparse_apply_rms_prop(g, ref, vg_out(find_slot(o, var, 0), 0), vg_out(find_slot(o, var, 1), 0),
@@ -612,7 +572,7 @@ static vg_op *apply_resource_sparse(vg_optimizer *o, vg_graph *g, const hyper *h
     switch (o->kind) {
     case OPT_MOMENTUM:
         return vg_resource_sparse_apply_momentum(g, v, s0, lr, grad, uniq, cast_to(g, h->momentum, dt), false,
-                                                 o->nesterov, NULL);
+                                                 o->hp.nesterov, NULL);
     case OPT_RMSPROP:
         return vg_resource_sparse_apply_rms_prop(g, v, s0, s1, lr, cast_to(g, h->decay, dt),
                                                  cast_to(g, h->momentum, dt), cast_to(g, h->epsilon, dt), grad, uniq,
@@ -650,7 +610,7 @@ static vg_op *apply_resource(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op
     switch (o->kind) {
     case OPT_SGD: return vg_resource_apply_gradient_descent(g, v, lr, grad, false, NULL);
     case OPT_MOMENTUM:
-        return vg_resource_apply_momentum(g, v, s0, lr, grad, cast_to(g, h->momentum, dt), false, o->nesterov, NULL);
+        return vg_resource_apply_momentum(g, v, s0, lr, grad, cast_to(g, h->momentum, dt), false, o->hp.nesterov, NULL);
     case OPT_ADAM: {
         vg_output b1p = cast_to(g, var_value(g, o->beta1_power), dt);
         vg_output b2p = cast_to(g, var_value(g, o->beta2_power), dt);

@@ -78,27 +78,15 @@ vg_resource_variable vg_resource_variable_from_handle(vg_output handle) {
     return v;
 }
 
-/* How the initial value is made: given, or built from an initializer. */
-typedef struct rv_spec {
-    vg_dtype dt;
-    const int64_t *dims;
-    int ndims;
-    vg_output initial;
-    bool use_init;
-    vg_initializer init;
-    unsigned flags;
-} rv_spec;
+typedef vg__train_var_spec rv_spec; /* variable_internal.h */
 
 /* Builds the variable named `full` (absolute). Call with the root scope pushed and
  * the control dependencies set aside. */
 static vg_resource_variable build(vg_graph *g, const char *full, const rv_spec *sp) {
     vg_resource_variable v;
     memset(&v, 0, sizeof v);
-    vg_output initial = sp->initial;
-    if (sp->use_init) {
-        initial = vg__train_initializer_value(g, full, sp->init, sp->dt, sp->dims, sp->ndims);
-        if (!initial.op) return v;
-    }
+    vg_output initial = vg__train_spec_initial(g, full, sp);
+    if (sp->use_init && !initial.op) return v;
     vg_output h = vg_var_handle_op(g, sp->dt, sp->dims, sp->ndims, "", full, full);
     if (!h.op) return v;
     if (strcmp(vg_op_name(h.op), full) != 0) {
@@ -136,11 +124,9 @@ static vg_resource_variable build(vg_graph *g, const char *full, const rv_spec *
 static vg_resource_variable make(vg_graph *g, const char *name, const rv_spec *sp) {
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, name && *name ? name : "Variable", full, sizeof full);
-    vg_graph_push_init_scope(g);
-    vg_graph_push_scope(g, "/");
+    vg__train_enter_root(g);
     vg_resource_variable v = build(g, full, sp);
-    vg_graph_pop_scope(g);
-    vg_graph_pop_init_scope(g);
+    vg__train_leave_root(g);
     return v;
 }
 

@@ -133,16 +133,26 @@ static void jint(vg__pb_buf *b, int64_t v) {
     jraw(b, num);
 }
 
+/* raw text (a key) followed by an integer / a string value */
+static void jraw_int(vg__pb_buf *b, const char *raw, int64_t v) {
+    jraw(b, raw);
+    jint(b, v);
+}
+
+static void jraw_str(vg__pb_buf *b, const char *raw, const char *v) {
+    jraw(b, raw);
+    jstr(b, v);
+}
+
 /* {"name":"process_name","ph":"M","pid":P,"args":{"name":N}} (tid >= 0: thread_name). */
 static void emit_meta(vg__pb_buf *b, bool *first, int pid, int tid, const char *name, const char *suffix) {
     jraw(b, *first ? "" : ",");
     *first = false;
-    jraw(b, tid < 0 ? "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" : "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":");
-    jint(b, pid);
-    if (tid >= 0) {
-        jraw(b, ",\"tid\":");
-        jint(b, tid);
-    }
+    jraw_int(b,
+             tid < 0 ? "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":"
+                     : "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":",
+             pid);
+    if (tid >= 0) jraw_int(b, ",\"tid\":", tid);
     jraw(b, ",\"args\":{\"name\":");
     if (suffix) {
         char buf[256];
@@ -156,32 +166,22 @@ static void emit_meta(vg__pb_buf *b, bool *first, int pid, int tid, const char *
 
 static void emit_op(vg__pb_buf *b, const vg_node_stats *s, int pid) {
     int64_t dur = s->end_us > s->start_us ? s->end_us - s->start_us : 0;
-    jraw(b, ",{\"ph\":\"X\",\"cat\":\"Op\",\"name\":");
-    jstr(b, s->op_type);
-    jraw(b, ",\"pid\":");
-    jint(b, pid);
-    jraw(b, ",\"tid\":");
-    jint(b, s->thread_id);
-    jraw(b, ",\"ts\":");
-    jint(b, s->start_us);
-    jraw(b, ",\"dur\":");
-    jint(b, dur);
-    jraw(b, ",\"args\":{\"name\":");
-    jstr(b, s->node_name);
-    jraw(b, ",\"op\":");
-    jstr(b, s->op_type);
+    jraw_str(b, ",{\"ph\":\"X\",\"cat\":\"Op\",\"name\":", s->op_type);
+    jraw_int(b, ",\"pid\":", pid);
+    jraw_int(b, ",\"tid\":", s->thread_id);
+    jraw_int(b, ",\"ts\":", s->start_us);
+    jraw_int(b, ",\"dur\":", dur);
+    jraw_str(b, ",\"args\":{\"name\":", s->node_name);
+    jraw_str(b, ",\"op\":", s->op_type);
     jraw(b, "}}");
 }
 
 /* show_memory: a "Memory" counter on the Allocators process with the bytes each op's
  * outputs took, at the op's end (vigil records no tensor lifetimes to add them up). */
 static void emit_memory(vg__pb_buf *b, const vg_node_stats *s, int pid) {
-    jraw(b, ",{\"ph\":\"C\",\"cat\":\"Memory\",\"name\":\"cpu\",\"pid\":");
-    jint(b, pid);
-    jraw(b, ",\"ts\":");
-    jint(b, s->end_us > s->start_us ? s->end_us : s->start_us);
-    jraw(b, ",\"args\":{\"cpu\":");
-    jint(b, s->bytes_allocated);
+    jraw_int(b, ",{\"ph\":\"C\",\"cat\":\"Memory\",\"name\":\"cpu\",\"pid\":", pid);
+    jraw_int(b, ",\"ts\":", s->end_us > s->start_us ? s->end_us : s->start_us);
+    jraw_int(b, ",\"args\":{\"cpu\":", s->bytes_allocated);
     jraw(b, "}}");
 }
 

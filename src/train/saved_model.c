@@ -4,14 +4,15 @@
  * variables from <export_dir>/variables/variables, run the main op. Public API only.
  */
 #include "vigil/saved_model.h"
+#include "train_util.h"
+#include "vigil/graphdef.h"
 #include "vigil/saver.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <stdint.h>
-#include "vigil/graphdef.h"
 
 void vg_saved_model_free(vg_saved_model *m) {
     if (!m) return;
@@ -234,28 +235,9 @@ vg_code vg_saved_model_run_ex(vg_saved_model *m, const vg_run_options *run_optio
 /* ------------------------------------------------------------------------ */
 /* writing: a tiny protobuf writer (the train layer uses only the public API) */
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} wbuf;
+typedef vg__train_buf wbuf;
 
-static void w_raw(wbuf *b, const void *d, size_t n) {
-    if (b->oom) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *q = vg_realloc(b->p, b->cap, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
+static void w_raw(wbuf *b, const void *d, size_t n) { vg__train_buf_put(b, d, n); }
 
 static void w_varint(wbuf *b, uint64_t v) {
     uint8_t t[10];

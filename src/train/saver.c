@@ -239,15 +239,9 @@ static bool is_variable(const vg_op *op) {
 /* A resource variable's handle (VarHandleOp) saves and restores under its name like a
  * ref variable (TF's ResourceVariableSaveable): saved from a read, restored with an
  * AssignVariableOp. */
-static bool is_resource(const vg_op *op) { return vg_is_resource_variable(vg_out((vg_op *)op, 0)); }
-static vg_dtype var_dtype(const vg_op *op) {
-    vg_output o = vg_out((vg_op *)op, 0);
-    return is_resource(op) ? vg_resource_variable_dtype(o) : vg_output_dtype(o);
-}
-static vg_shape var_shape(const vg_op *op) {
-    vg_output o = vg_out((vg_op *)op, 0);
-    return is_resource(op) ? vg_resource_variable_shape(o) : vg_output_shape(o);
-}
+static bool is_resource(const vg_op *op) { return vg__train_is_resource(op); }
+static vg_dtype var_dtype(const vg_op *op) { return vg__train_var_dtype(op); }
+static vg_shape var_shape(const vg_op *op) { return vg__train_var_shape(op); }
 
 /* The variables to save, sorted by name. Fails with INVALID_ARGUMENT. Saveable objects
  * (vg_make_saveable_from_iterator, TF's SAVEABLE_OBJECTS: all of the graph's without a
@@ -508,11 +502,8 @@ vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st)
         vg_status_set(st, VG_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
         return NULL;
     }
-    vg_saver *s = vg_calloc(1, sizeof *s);
-    if (!s) {
-        VG_OOM(st, "saver");
-        return NULL;
-    }
+    vg_saver *s = vg__train_calloc(sizeof *s, st, "saver");
+    if (!s) return NULL;
     s->g = g;
     s->max_to_keep = o.max_to_keep;
     s->keep_hours = o.keep_checkpoint_every_n_hours;
@@ -1155,8 +1146,7 @@ vg_code vg_init_from_checkpoint(vg_graph *g, const char *ckpt_dir_or_file, const
     for (int i = 0; i < np && !c; i++) {
         /* _set_checkpoint_initializer: RestoreV2 "checkpoint_initializer" on the CPU,
          * then the variable's initializer becomes an Assign from it */
-        vg_graph_push_init_scope(g);
-        vg_graph_push_scope(g, "/");
+        vg__train_enter_root(g);
         char full[1100];
         vg_graph_unique_name(g, "checkpoint_initializer", full, sizeof full - 1);
         strcat(full, "/");
@@ -1173,8 +1163,7 @@ vg_code vg_init_from_checkpoint(vg_graph *g, const char *ckpt_dir_or_file, const
         vg_op_builder_set_device(b, "/device:CPU:0");
         vg_op *restore = vg_op_builder_finish(b);
         vg_output assign = vg_assign(g, vg_out(pairs[i].var, 0), vg_out(restore, 0), true, "Assign");
-        vg_graph_pop_scope(g);
-        vg_graph_pop_init_scope(g);
+        vg__train_leave_root(g);
         if (vg_graph_status(g, st) != VG_OK) {
             c = st->code;
             break;

@@ -213,6 +213,23 @@ vg_output vg_signal_frame(vg_graph *g, vg_output signal, int64_t frame_length, i
 
 /* ---- overlap_and_add ------------------------------------------------------------- */
 
+/* Slice(x, b, sz[0..n)): a constant size when every sz[i] is known at build time, else
+ * the sizes concatenated in the graph (size_name) from a zero begin (begin_name). */
+static vg_output slice_front(vg_graph *g, vg_output x, const int64_t *b, const iv *sz, int n, const char *begin_name,
+                             const char *size_name, const char *name) {
+    bool known = true;
+    for (int i = 0; i < n; i++) known &= iv_known(sz[i]);
+    if (known) {
+        int64_t szc[VG_MAX_DIMS];
+        for (int i = 0; i < n; i++) szc[i] = sz[i].v;
+        return vg_slice_c(g, x, b, szc, n, name);
+    }
+    vg_output parts[VG_MAX_DIMS];
+    for (int i = 0; i < n; i++) parts[i] = iv_t(g, sz[i]);
+    vg_output bt = vg_const_array(g, VG_INT32, (const int64_t[]){n}, 1, (const int32_t[VG_MAX_DIMS]){0}, begin_name);
+    return vg_slice(g, x, bt, vg_concat_c(g, parts, n, 0, size_name), name);
+}
+
 vg_output vg_signal_overlap_and_add(vg_graph *g, vg_output signal, int64_t frame_step, const char *name) {
     if (!ok(g, signal)) return k_none;
     vg_shape s = vg_output_shape(signal);
@@ -259,17 +276,7 @@ vg_output vg_signal_overlap_and_add(vg_graph *g, vg_output signal, int64_t frame
     iv sz[VG_MAX_DIMS];
     for (int i = 0; i < outer; i++) sz[i] = iv_c(-1);
     sz[outer] = keep, sz[outer + 1] = iv_c(-1);
-    bool known = iv_known(keep);
-    if (known) {
-        int64_t szc[VG_MAX_DIMS];
-        for (int i = 0; i < outer + 2; i++) szc[i] = sz[i].v;
-        x = vg_slice_c(g, x, b, szc, outer + 2, "strided_slice");
-    } else {
-        vg_output parts[VG_MAX_DIMS];
-        for (int i = 0; i < outer + 2; i++) parts[i] = iv_t(g, sz[i]);
-        vg_output bt = vg_const_array(g, VG_INT32, (const int64_t[]){outer + 2}, 1, (const int32_t[VG_MAX_DIMS]){0}, "begin");
-        x = vg_slice(g, x, bt, vg_concat_c(g, parts, outer + 2, 0, "size"), "strided_slice");
-    }
+    x = slice_front(g, x, b, sz, outer + 2, "begin", "size", "strided_slice");
     iv sh3[3] = {seg, fs1, step};
     x = vg_reshape(g, x, shape_vec(g, signal, outer, sh3, 3, "concat_3"), "Reshape_2");
     int32_t ax = outer;
@@ -279,16 +286,7 @@ vg_output vg_signal_overlap_and_add(vg_graph *g, vg_output signal, int64_t frame
     /* truncate to output_length */
     for (int i = 0; i < outer; i++) sz[i] = iv_c(-1);
     sz[outer] = out_len;
-    if (iv_known(out_len)) {
-        int64_t szc[VG_MAX_DIMS];
-        for (int i = 0; i < outer + 1; i++) szc[i] = sz[i].v;
-        out = vg_slice_c(g, x, b, szc, outer + 1, "strided_slice_1");
-    } else {
-        vg_output parts[VG_MAX_DIMS];
-        for (int i = 0; i < outer + 1; i++) parts[i] = iv_t(g, sz[i]);
-        vg_output bt = vg_const_array(g, VG_INT32, (const int64_t[]){outer + 1}, 1, (const int32_t[VG_MAX_DIMS]){0}, "begin_1");
-        out = vg_slice(g, x, bt, vg_concat_c(g, parts, outer + 1, 0, "size_1"), "strided_slice_1");
-    }
+    out = slice_front(g, x, b, sz, outer + 1, "begin_1", "size_1", "strided_slice_1");
     vg_graph_pop_scope(g);
     return out;
 }

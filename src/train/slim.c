@@ -156,6 +156,19 @@ vg_code vg_slim_add_arg_scope(vg_graph *g, const char *fn) {
     return VG_OK;
 }
 
+/* Room for one more entry on s's stack (NULL s: the state could not be made). */
+static vg_code stack_reserve(vg_graph *g, slim_state *s) {
+    if (!s) return VG_RESOURCE_EXHAUSTED;
+    if (s->depth == s->cap) {
+        int nc = s->cap ? 2 * s->cap : 8;
+        entry *st = realloc(s->stack, (size_t)nc * sizeof *st);
+        if (!st) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "arg_scope: out of memory");
+        s->stack = st;
+        s->cap = nc;
+    }
+    return VG_OK;
+}
+
 vg_code vg_slim_arg_scope_push(vg_graph *g, const char *const *fns, int nfns, const vg_slim_args *args) {
     if (!g) return VG_INVALID_ARGUMENT;
     if (!args || nfns < 0 || (nfns > 0 && !fns))
@@ -165,14 +178,8 @@ vg_code vg_slim_arg_scope_push(vg_graph *g, const char *const *fns, int nfns, co
             return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s is not decorated with @add_arg_scope",
                                       fns[i] ? fns[i] : "(null)");
     slim_state *s = state_get(g);
-    if (!s) return VG_RESOURCE_EXHAUSTED;
-    if (s->depth == s->cap) {
-        int nc = s->cap ? 2 * s->cap : 8;
-        entry *st = realloc(s->stack, (size_t)nc * sizeof *st);
-        if (!st) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "arg_scope: out of memory");
-        s->stack = st;
-        s->cap = nc;
-    }
+    vg_code rc = stack_reserve(g, s);
+    if (rc != VG_OK) return rc;
     entry e = {calloc((size_t)(nfns ? nfns : 1), sizeof(char *)), 0, *args, NULL};
     if (!e.fns) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "arg_scope: out of memory");
     for (int i = 0; i < nfns; i++) {
@@ -278,14 +285,8 @@ vg_code vg_slim_arg_scope_enter(vg_graph *g, const vg_slim_arg_scope *sc) {
     if (!g) return VG_INVALID_ARGUMENT;
     if (!sc) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "arg_scope: a captured scope is required");
     slim_state *s = state_get(g);
-    if (!s) return VG_RESOURCE_EXHAUSTED;
-    if (s->depth == s->cap) {
-        int nc = s->cap ? 2 * s->cap : 8;
-        entry *st = realloc(s->stack, (size_t)nc * sizeof *st);
-        if (!st) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "arg_scope: out of memory");
-        s->stack = st;
-        s->cap = nc;
-    }
+    vg_code rc = stack_reserve(g, s);
+    if (rc != VG_OK) return rc;
     entry e;
     memset(&e, 0, sizeof e);
     e.saved = copy_entries(sc->entries, sc->n);
@@ -458,13 +459,22 @@ static const char *push_vscope(vg_graph *g, const char *scope, const char *def, 
 
 /* ---- layers --------------------------------------------------------------- */
 
+/* The start of a convolution layer: its resolved arguments (*a), its 4-D input's shape
+ * (*s) and padding (pad); false (the graph's error set, or an earlier one) when it
+ * cannot be built. */
+static bool conv_begin(vg_graph *g, vg_output x, const char *fn, const vg_slim_args *call, int kh, int kw,
+                       const char *what, vg_slim_args *a, vg_shape *s, char pad[8]) {
+    if (!g || failed(g)) return false;
+    *a = vg_slim_resolve_args(g, fn, call);
+    return input4(g, x, s, what) && conv_args(g, a, kh, kw, pad, what);
+}
+
 vg_output vg_slim_conv2d(vg_graph *g, vg_output x, int64_t num_outputs, int kh, int kw, const char *scope,
                          const vg_slim_args *call) {
-    if (!g || failed(g)) return none_out();
-    vg_slim_args a = vg_slim_resolve_args(g, VG_SLIM_CONV2D, call);
+    vg_slim_args a;
     vg_shape s;
     char pad[8];
-    if (!input4(g, x, &s, "conv2d") || !conv_args(g, &a, kh, kw, pad, "conv2d")) return none_out();
+    if (!conv_begin(g, x, VG_SLIM_CONV2D, call, kh, kw, "conv2d", &a, &s, pad)) return none_out();
     if (num_outputs <= 0) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "conv2d: num_outputs must be positive, got %lld",
                            (long long)num_outputs);
@@ -485,12 +495,10 @@ vg_output vg_slim_conv2d(vg_graph *g, vg_output x, int64_t num_outputs, int kh, 
 
 vg_output vg_slim_separable_conv2d(vg_graph *g, vg_output x, int64_t num_outputs, int kh, int kw, const char *scope,
                                    const vg_slim_args *call) {
-    if (!g || failed(g)) return none_out();
-    vg_slim_args a = vg_slim_resolve_args(g, VG_SLIM_SEPARABLE_CONV2D, call);
+    vg_slim_args a;
     vg_shape s;
     char pad[8];
-    if (!input4(g, x, &s, "separable_conv2d") || !conv_args(g, &a, kh, kw, pad, "separable_conv2d"))
-        return none_out();
+    if (!conv_begin(g, x, VG_SLIM_SEPARABLE_CONV2D, call, kh, kw, "separable_conv2d", &a, &s, pad)) return none_out();
     int64_t dm = a.depth_multiplier ? a.depth_multiplier : 1;
     if (dm <= 0) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "separable_conv2d: depth_multiplier must be positive");

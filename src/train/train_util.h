@@ -7,10 +7,11 @@
 #include "vigil/layers.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
+#include "vigil/resource_variables.h"
 #include "vigil/status.h"
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,6 +42,81 @@ static inline bool vg__train_grow(void **arr, int *cap, int need, size_t elem) {
     *arr = n;
     *cap = nc;
     return true;
+}
+
+/* weights_broadcast_ops.assert_broadcastable, statically: weights of shape sw can be
+ * broadcast to values of shape sv when sw is a scalar (or unknown), sv's rank is
+ * unknown, or both have the same rank with each known weights dim 1 or equal. */
+static inline bool vg__train_weights_broadcastable(vg_shape sw, vg_shape sv) {
+    if (sw.ndims <= 0 || sv.ndims < 0) return true;
+    if (sw.ndims != sv.ndims) return false;
+    for (int i = 0; i < sw.ndims; i++)
+        if (sw.dims[i] >= 0 && sv.dims[i] >= 0 && sw.dims[i] != 1 && sw.dims[i] != sv.dims[i]) return false;
+    return true;
+}
+
+/* A variable op of either kind (a ref variable, or a resource variable's VarHandleOp):
+ * whether it is a resource variable, and its value's dtype and shape. */
+static inline bool vg__train_is_resource(const vg_op *var) { return vg_is_resource_variable(vg_out((vg_op *)var, 0)); }
+static inline vg_dtype vg__train_var_dtype(const vg_op *var) {
+    vg_output v = vg_out((vg_op *)var, 0);
+    return vg__train_is_resource(var) ? vg_resource_variable_dtype(v) : vg_output_dtype(v);
+}
+static inline vg_shape vg__train_var_shape(const vg_op *var) {
+    vg_output v = vg_out((vg_op *)var, 0);
+    return vg__train_is_resource(var) ? vg_resource_variable_shape(v) : vg_output_shape(v);
+}
+
+/* TF's `with ops.init_scope()` building absolute names: the init scope (outside the
+ * caller's control dependencies) with the root name scope pushed; leave_root pops both. */
+static inline void vg__train_enter_root(vg_graph *g) {
+    vg_graph_push_init_scope(g);
+    vg_graph_push_scope(g, "/");
+}
+
+static inline void vg__train_leave_root(vg_graph *g) {
+    vg_graph_pop_scope(g);
+    vg_graph_pop_init_scope(g);
+}
+
+/* Room for `need` bytes in a byte buffer *p of capacity *cap (vg_realloc'd: the first
+ * capacity `first`, then doubling). False when out of memory (the buffer unchanged). */
+static inline bool vg__train_reserve_bytes(void **p, size_t *cap, size_t need, size_t first) {
+    if (need <= *cap) return true;
+    size_t nc = *cap ? *cap : first;
+    while (nc < need) nc *= 2;
+    void *np = vg_realloc(*p, *cap, nc);
+    if (!np) return false;
+    *p = np;
+    *cap = nc;
+    return true;
+}
+
+/* A growing byte buffer (zero-initialize it; free p with vg_free): appends keep a NUL
+ * after the n bytes. Out of memory sets oom, after which appends do nothing. */
+typedef struct vg__train_buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} vg__train_buf;
+
+static inline void vg__train_buf_put(vg__train_buf *b, const void *d, size_t n) {
+    if (b->oom) return;
+    if (!vg__train_reserve_bytes((void **)&b->p, &b->cap, b->n + n + 1, 64)) {
+        b->oom = true;
+        return;
+    }
+    if (n) memcpy(b->p + b->n, d, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+/* vg_calloc(1, size), or NULL with st RESOURCE_EXHAUSTED "out of memory allocating
+ * <what>" (VG_OOM). */
+static inline void *vg__train_calloc(size_t size, vg_status *st, const char *what) {
+    void *p = vg_calloc(1, size);
+    if (!p) VG_OOM(st, what);
+    return p;
 }
 
 /* TF's `with ops.name_scope(name, default_name) as scope`: full is the unique scope name

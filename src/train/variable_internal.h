@@ -53,4 +53,23 @@ static inline vg_get_variable_opts vg__train_var_opts(vg_dtype dt, const int64_t
     return o;
 }
 
+/* How a variable's initial value is made (variables.c and resource_variables.c): given
+ * (tf.Variable: `initial`, when !use_init) or built from the initializer init under
+ * "<name>/Initializer" (tf.get_variable); dtype, shape and the VG_VAR_* flags. */
+typedef struct vg__train_var_spec {
+    vg_dtype dt;
+    const int64_t *dims;
+    int ndims;
+    vg_output initial;
+    bool use_init;
+    vg_initializer init;
+    unsigned flags;
+} vg__train_var_spec;
+
+/* The initial value of the variable named full that sp describes: sp->initial, or (use_init)
+ * init's value (vg__train_initializer_value; a NULL op on a graph error). */
+static inline vg_output vg__train_spec_initial(vg_graph *g, const char *full, const vg__train_var_spec *sp) {
+    return sp->use_init ? vg__train_initializer_value(g, full, sp->init, sp->dt, sp->dims, sp->ndims) : sp->initial;
+}
+
 #endif

@@ -240,17 +240,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
 /* ------------------------------------------------------------------------ */
 /* variables */
 
-/* How the initial value is made: given (tf.Variable) or built from an initializer
- * under "<name>/Initializer" (tf.get_variable). */
-typedef struct var_spec {
-    vg_dtype dt;
-    const int64_t *dims;
-    int ndims;
-    vg_output initial;      /* used when !use_init */
-    bool use_init;
-    vg_initializer init;
-    unsigned flags;
-} var_spec;
+typedef vg__train_var_spec var_spec; /* variable_internal.h */
 
 static void add_collections(vg_graph *g, vg_op *var, unsigned flags) {
     vg_output item = {var, 0};
@@ -382,11 +372,8 @@ bool vg__train_check_initial_value(vg_graph *g, const char *what, const char *na
 static vg_variable build_variable(vg_graph *g, const char *full, const var_spec *sp) {
     vg_variable v;
     memset(&v, 0, sizeof v);
-    vg_output initial = sp->initial;
-    if (sp->use_init) {
-        initial = vg__train_initializer_value(g, full, sp->init, sp->dt, sp->dims, sp->ndims);
-        if (!initial.op) return v;
-    }
+    vg_output initial = vg__train_spec_initial(g, full, sp);
+    if (sp->use_init && !initial.op) return v;
     vg_output var = vg_variable_op(g, sp->dt, sp->dims, sp->ndims, full);
     if (!var.op) return v;
     if (strcmp(vg_op_name(var.op), full) != 0) {
@@ -411,11 +398,9 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
 
 /* Creates a variable with an absolute name, TF's init_scope style. */
 static vg_variable make_variable(vg_graph *g, const char *full, const var_spec *sp) {
-    vg_graph_push_init_scope(g);
-    vg_graph_push_scope(g, "/");
+    vg__train_enter_root(g);
     vg_variable v = build_variable(g, full, sp);
-    vg_graph_pop_scope(g);
-    vg_graph_pop_init_scope(g);
+    vg__train_leave_root(g);
     return v;
 }
 
@@ -532,25 +517,20 @@ static vg_output *collection_copy(vg_graph *g, const char *key, int *n) {
     return c;
 }
 
-vg_op *vg_global_variables_initializer(vg_graph *g) {
+/* variables_initializer(the variables of collection key, name "init"). */
+static vg_op *collection_initializer(vg_graph *g, const char *key) {
     if (!g) return NULL;
     int n;
-    vg_output *vars = collection_copy(g, VG_GLOBAL_VARIABLES, &n);
+    vg_output *vars = collection_copy(g, key, &n);
     if (!vars) return NULL;
     vg_op *op = vg_variables_initializer(g, vars, n, "init");
     vg_free(vars);
     return op;
 }
 
-vg_op *vg_local_variables_initializer(vg_graph *g) {
-    if (!g) return NULL;
-    int n;
-    vg_output *vars = collection_copy(g, VG_LOCAL_VARIABLES, &n);
-    if (!vars) return NULL;
-    vg_op *op = vg_variables_initializer(g, vars, n, "init");
-    vg_free(vars);
-    return op;
-}
+vg_op *vg_global_variables_initializer(vg_graph *g) { return collection_initializer(g, VG_GLOBAL_VARIABLES); }
+
+vg_op *vg_local_variables_initializer(vg_graph *g) { return collection_initializer(g, VG_LOCAL_VARIABLES); }
 
 /* ------------------------------------------------------------------------ */
 /* report_uninitialized_variables */

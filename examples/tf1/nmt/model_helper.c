@@ -41,47 +41,60 @@ static char *prefix_file(char *buf, size_t n, const char *prefix, const char *su
     return buf;
 }
 
+/* The start of a model: its output struct (out, out_size bytes) zeroed, then its new
+ * graph (*graph, a field of out) with its vocab tables (create_vocab_tables); NULL, with
+ * st RESOURCE_EXHAUSTED, when out of memory. */
+static vg_graph *model_graph(const nmt_hparams *hp, void *out, size_t out_size, vg_graph **graph,
+                             vg_lookup_table *src_table, vg_lookup_table *tgt_table, vg_status *st) {
+    memset(out, 0, out_size);
+    vg_graph *g = *graph = vg_graph_new();
+    if (!g) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "graph");
+        return NULL;
+    }
+    nmt_create_vocab_tables(g, hp->src_vocab_file, hp->tgt_vocab_file, src_table, tgt_table);
+    return g;
+}
+
+/* The train and eval graphs' end: TextLineDatasets of the (source, target) file names,
+ * get_iterator over them with the mode's maximum lengths, then the model. */
+static vg_code pair_model(vg_graph *g, const nmt_hparams *hp, nmt_mode mode, vg_output src_file, vg_output tgt_file,
+                          const vg_lookup_table *src_table, const vg_lookup_table *tgt_table, int64_t src_max_len,
+                          int64_t tgt_max_len, nmt_batched_input *iterator, nmt_model *model, vg_status *st) {
+    vg_output src_dataset = vg_dataset_text_line(g, src_file, "", NULL);
+    vg_output tgt_dataset = vg_dataset_text_line(g, tgt_file, "", NULL);
+    nmt_get_iterator(g, src_dataset, tgt_dataset, src_table, tgt_table, hp->batch_size, hp->random_seed,
+                     hp->num_buckets, src_max_len, tgt_max_len, 0, nmt_src_pad_len(hp, mode), iterator);
+    if (vg_graph_status(g, st) != VG_OK) return st->code;
+    return nmt_model_build(g, hp, mode, iterator, src_table, tgt_table, NULL, model, st);
+}
+
 vg_code nmt_create_train_model(const nmt_hparams *hp, nmt_train_model *out, vg_status *st) {
     char src_file[1024], tgt_file[1024];
-    memset(out, 0, sizeof *out);
-    vg_graph *g = out->graph = vg_graph_new();
-    if (!g) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "graph");
     prefix_file(src_file, sizeof src_file, hp->train_prefix, hp->src);
     prefix_file(tgt_file, sizeof tgt_file, hp->train_prefix, hp->tgt);
     vg_lookup_table src_table, tgt_table;
-    nmt_create_vocab_tables(g, hp->src_vocab_file, hp->tgt_vocab_file, &src_table, &tgt_table);
-    vg_output src_dataset = vg_dataset_text_line(g, vg_const_string(g, src_file, NULL), "", NULL);
-    vg_output tgt_dataset = vg_dataset_text_line(g, vg_const_string(g, tgt_file, NULL), "", NULL);
-    nmt_get_iterator(g, src_dataset, tgt_dataset, &src_table, &tgt_table, hp->batch_size, hp->random_seed,
-                     hp->num_buckets, hp->src_max_len, hp->tgt_max_len, 0, nmt_src_pad_len(hp, NMT_TRAIN),
-                     &out->iterator);
-    if (vg_graph_status(g, st) != VG_OK) return st->code;
-    return nmt_model_build(g, hp, NMT_TRAIN, &out->iterator, &src_table, &tgt_table, NULL, &out->model, st);
+    vg_graph *g = model_graph(hp, out, sizeof *out, &out->graph, &src_table, &tgt_table, st);
+    if (!g) return VG_RESOURCE_EXHAUSTED;
+    vg_output src = vg_const_string(g, src_file, NULL), tgt = vg_const_string(g, tgt_file, NULL);
+    return pair_model(g, hp, NMT_TRAIN, src, tgt, &src_table, &tgt_table, hp->src_max_len, hp->tgt_max_len,
+                      &out->iterator, &out->model, st);
 }
 
 vg_code nmt_create_eval_model(const nmt_hparams *hp, nmt_eval_model *out, vg_status *st) {
-    memset(out, 0, sizeof *out);
-    vg_graph *g = out->graph = vg_graph_new();
-    if (!g) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "graph");
     vg_lookup_table src_table, tgt_table;
-    nmt_create_vocab_tables(g, hp->src_vocab_file, hp->tgt_vocab_file, &src_table, &tgt_table);
+    vg_graph *g = model_graph(hp, out, sizeof *out, &out->graph, &src_table, &tgt_table, st);
+    if (!g) return VG_RESOURCE_EXHAUSTED;
     out->src_file_placeholder = vg_placeholder(g, VG_STRING, NULL, 0, "src_file_placeholder");
     out->tgt_file_placeholder = vg_placeholder(g, VG_STRING, NULL, 0, "tgt_file_placeholder");
-    vg_output src_dataset = vg_dataset_text_line(g, out->src_file_placeholder, "", NULL);
-    vg_output tgt_dataset = vg_dataset_text_line(g, out->tgt_file_placeholder, "", NULL);
-    nmt_get_iterator(g, src_dataset, tgt_dataset, &src_table, &tgt_table, hp->batch_size, hp->random_seed,
-                     hp->num_buckets, hp->src_max_len_infer, hp->tgt_max_len_infer, 0,
-                     nmt_src_pad_len(hp, NMT_EVAL), &out->iterator);
-    if (vg_graph_status(g, st) != VG_OK) return st->code;
-    return nmt_model_build(g, hp, NMT_EVAL, &out->iterator, &src_table, &tgt_table, NULL, &out->model, st);
+    return pair_model(g, hp, NMT_EVAL, out->src_file_placeholder, out->tgt_file_placeholder, &src_table, &tgt_table,
+                      hp->src_max_len_infer, hp->tgt_max_len_infer, &out->iterator, &out->model, st);
 }
 
 vg_code nmt_create_infer_model(const nmt_hparams *hp, nmt_infer_model *out, vg_status *st) {
-    memset(out, 0, sizeof *out);
-    vg_graph *g = out->graph = vg_graph_new();
-    if (!g) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "graph");
     vg_lookup_table src_table, tgt_table;
-    nmt_create_vocab_tables(g, hp->src_vocab_file, hp->tgt_vocab_file, &src_table, &tgt_table);
+    vg_graph *g = model_graph(hp, out, sizeof *out, &out->graph, &src_table, &tgt_table, st);
+    if (!g) return VG_RESOURCE_EXHAUSTED;
     /* reverse_tgt_vocab_table = index_to_string_table_from_file(tgt_vocab_file, default_value=UNK) */
     vg_index_to_string_options ro = {0};
     ro.default_value = NMT_UNK;

@@ -27,9 +27,7 @@ static vg_code sas_after_create(void *p, vg_session *sess, vg_coord *coord, vg_s
 }
 static vg_code sas_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_status *st) {
     stop_at_step *h = p;
-    args->fetches = &h->read;
-    args->nfetches = 1;
-    return VG_OK;
+    return vg__hk_fetch_one(args, &h->read);
 }
 static vg_code sas_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     stop_at_step *h = p;
@@ -44,8 +42,7 @@ static vg_code sas_after(void *p, vg_run_context *ctx, const vg_run_values *v, v
 }
 
 vg_code vg_stop_at_step_hook(int64_t num_steps, int64_t last_step, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (num_steps < 0 && last_step < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "One of num_steps or last_step must be specified.");
     if (num_steps >= 0 && last_step >= 0)
@@ -54,10 +51,7 @@ vg_code vg_stop_at_step_hook(int64_t num_steps, int64_t last_step, vg_hook *out,
     if (!h) return VG_RESOURCE_EXHAUSTED;
     h->num_steps = num_steps;
     h->last_step = last_step;
-    out->begin = sas_begin;
-    out->after_create_session = sas_after_create;
-    out->before_run = sas_before;
-    out->after_run = sas_after;
+    vg__hk_callbacks(out, sas_begin, sas_after_create, sas_before, sas_after, NULL);
     return VG_OK;
 }
 
@@ -70,9 +64,7 @@ typedef struct nan_hook {
 
 static vg_code nan_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_status *st) {
     nan_hook *h = p;
-    args->fetches = &h->loss;
-    args->nfetches = 1;
-    return VG_OK;
+    return vg__hk_fetch_one(args, &h->loss);
 }
 static vg_code nan_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     nan_hook *h = p;
@@ -87,15 +79,13 @@ static vg_code nan_after(void *p, vg_run_context *ctx, const vg_run_values *v, v
 }
 
 vg_code vg_nan_tensor_hook(vg_output loss, bool fail_on_nan_loss, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!loss.op) return vg_status_set(st, VG_INVALID_ARGUMENT, "NanTensorHook needs a loss tensor");
     nan_hook *h = vg__hk_new(out, "NanTensorHook", sizeof *h, vg_free, st);
     if (!h) return VG_RESOURCE_EXHAUSTED;
     h->loss = loss;
     h->fail = fail_on_nan_loss;
-    out->before_run = nan_before;
-    out->after_run = nan_after;
+    vg__hk_callbacks(out, NULL, NULL, nan_before, nan_after, NULL);
     return VG_OK;
 }
 
@@ -112,8 +102,7 @@ static vg_code ff_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
 }
 
 vg_code vg_feed_fn_hook(vg_feed_fn fn, void *payload, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!fn) return vg_status_set(st, VG_INVALID_ARGUMENT, "FeedFnHook needs a feed function");
     feed_fn_hook *h = vg__hk_new(out, "FeedFnHook", sizeof *h, vg_free, st);
     if (!h) return VG_RESOURCE_EXHAUSTED;
@@ -169,8 +158,7 @@ static vg_code fo_end(void *p, vg_session *sess, vg_status *st) {
 }
 
 vg_code vg_final_ops_hook(const vg_final_ops_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "final ops options are NULL");
     const vg_output *ops = o->final_ops, *feeds = o->feeds;
     vg_tensor *const *feed_values = o->feed_values;
@@ -253,12 +241,10 @@ static vg_code gw_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
 }
 
 vg_code vg_global_step_waiter_hook(int64_t wait_until_step, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     waiter *h = vg__hk_new(out, "GlobalStepWaiterHook", sizeof *h, vg_free, st);
     if (!h) return VG_RESOURCE_EXHAUSTED;
     h->wait_until = wait_until_step;
-    out->begin = gw_begin;
-    out->before_run = gw_before;
+    vg__hk_callbacks(out, gw_begin, NULL, gw_before, NULL, NULL);
     return VG_OK;
 }

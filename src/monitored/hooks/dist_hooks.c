@@ -14,6 +14,7 @@
  * the variable.
  */
 #include "hooks_internal.h"
+#include "monitored/monitored_internal.h"
 #include "vigil/distributed.h"
 #include "vigil/ops.h"
 #include "vigil/optimizer.h"
@@ -47,8 +48,7 @@ vg_code vg_broadcast_global_variables_hook(int root_rank, vg_hook *out, vg_statu
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in BroadcastGlobalVariablesHook");
     h->root = root_rank;
     *out = vg__hk_make("BroadcastGlobalVariablesHook", h, vg_free);
-    out->begin = bh_begin;
-    out->after_create_session = bh_after_create;
+    vg__hk_callbacks(out, bh_begin, bh_after_create, NULL, NULL, NULL);
     return VG_OK;
 }
 
@@ -109,11 +109,8 @@ vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggreg
                       total_num_replicas, size);
         return NULL;
     }
-    vg_sync_replicas *s = vg_calloc(1, sizeof *s);
-    if (!s) {
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory allocating SyncReplicasOptimizer");
-        return NULL;
-    }
+    vg_sync_replicas *s = vg__mon_calloc(sizeof *s, st, "out of memory allocating SyncReplicasOptimizer");
+    if (!s) return NULL;
     s->opt = opt;
     s->replicas_to_aggregate = replicas_to_aggregate;
     s->total_num_replicas = total_num_replicas;

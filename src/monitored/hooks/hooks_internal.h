@@ -24,4 +24,29 @@ VG_HIDDEN vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(v
  * destroy). NULL (st RESOURCE_EXHAUSTED "out of memory", *out untouched) when out of
  * memory. */
 VG_HIDDEN void *vg__hk_new(vg_hook *out, const char *name, size_t size, void (*destroy)(void *), vg_status *st);
+/* The start of a hook constructor: INVALID_ARGUMENT "out (the hook to fill) is NULL"
+ * when out is NULL, else *out zeroed and VG_OK. */
+static inline vg_code vg__hk_out_begin(vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
+    memset(out, 0, sizeof *out);
+    return VG_OK;
+}
+/* A before_run that asks for the one tensor *t (held by the hook): VG_OK. */
+static inline vg_code vg__hk_fetch_one(vg_run_args *args, vg_output *t) {
+    args->fetches = t;
+    args->nfetches = 1;
+    return VG_OK;
+}
+/* Sets a hook's five callbacks at once (NULL: none), in vg_hook's order. */
+static inline void vg__hk_callbacks(vg_hook *out, vg_code (*begin)(void *, vg_graph *, vg_status *),
+                                    vg_code (*after_create_session)(void *, vg_session *, vg_coord *, vg_status *),
+                                    vg_code (*before_run)(void *, vg_run_context *, vg_run_args *, vg_status *),
+                                    vg_code (*after_run)(void *, vg_run_context *, const vg_run_values *, vg_status *),
+                                    vg_code (*end)(void *, vg_session *, vg_status *)) {
+    out->begin = begin;
+    out->after_create_session = after_create_session;
+    out->before_run = before_run;
+    out->after_run = after_run;
+    out->end = end;
+}
 #endif

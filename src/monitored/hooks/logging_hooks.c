@@ -117,8 +117,7 @@ static vg_code lh_end(void *p, vg_session *sess, vg_status *st) {
 }
 
 vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "logging tensor options are NULL");
     /* every_n_iter 0 / every_n_secs <= 0: TF's None */
     bool iter = o->every_n_iter != 0, secs = o->every_n_secs > 0;
@@ -148,10 +147,7 @@ vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out,
     if (h->use_timer) vg_timer_init(&h->timer, secs ? o->every_n_secs : -1, secs ? -1 : o->every_n_iter, NULL);
     else vg_timer_reset(&h->timer);
     *out = vg__hk_make("LoggingTensorHook", h, lh_destroy);
-    out->begin = lh_begin;
-    out->before_run = lh_before;
-    out->after_run = lh_after;
-    out->end = lh_end;
+    vg__hk_callbacks(out, lh_begin, NULL, lh_before, lh_after, lh_end);
     return VG_OK;
 oom:
     lh_destroy(h);
@@ -191,9 +187,7 @@ static vg_code sc_begin(void *p, vg_graph *g, vg_status *st) {
 }
 static vg_code sc_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_status *st) {
     step_counter *h = p;
-    args->fetches = &h->read;
-    args->nfetches = 1;
-    return VG_OK;
+    return vg__hk_fetch_one(args, &h->read);
 }
 static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     step_counter *h = p;
@@ -231,8 +225,7 @@ static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
 }
 
 vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     vg_step_counter_options def = {0};
     if (!o) o = &def;
     /* TF's every_n_steps=100 stands when every_n_steps is 0 and no every_n_secs is
@@ -254,8 +247,6 @@ vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
     *out = vg__hk_make("StepCounterHook", h, sc_destroy);
-    out->begin = sc_begin;
-    out->before_run = sc_before;
-    out->after_run = sc_after;
+    vg__hk_callbacks(out, sc_begin, NULL, sc_before, sc_after, NULL);
     return VG_OK;
 }

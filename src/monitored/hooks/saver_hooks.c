@@ -153,9 +153,7 @@ static vg_code ck_after_create(void *p, vg_session *sess, vg_coord *coord, vg_st
 }
 static vg_code ck_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_status *st) {
     ckpt_hook *h = p;
-    args->fetches = &h->read;
-    args->nfetches = 1;
-    return VG_OK;
+    return vg__hk_fetch_one(args, &h->read);
 }
 static vg_code ck_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     ckpt_hook *h = p;
@@ -184,8 +182,7 @@ static vg_code ck_end(void *p, vg_session *sess, vg_status *st) {
 }
 
 vg_code vg_checkpoint_saver_hook(const vg_checkpoint_saver_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint saver options are NULL");
     vg_code rc = VG_OK;
     if (o->saver && o->scaffold) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "You cannot provide both saver and scaffold.");
@@ -218,11 +215,7 @@ vg_code vg_checkpoint_saver_hook(const vg_checkpoint_saver_options *o, vg_hook *
     }
     snprintf(h->save_path, n, "%s/%s", o->checkpoint_dir, base);
     *out = vg__hk_make("CheckpointSaverHook", h, ck_destroy);
-    out->begin = ck_begin;
-    out->after_create_session = ck_after_create;
-    out->before_run = ck_before;
-    out->after_run = ck_after;
-    out->end = ck_end;
+    vg__hk_callbacks(out, ck_begin, ck_after_create, ck_before, ck_after, ck_end);
     return VG_OK;
 }
 
@@ -300,8 +293,7 @@ static vg_code sh_end(void *p, vg_session *sess, vg_status *st) {
 }
 
 vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "summary saver options are NULL");
     if ((o->scaffold == NULL) == (o->summary_op.op == NULL))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Exactly one of scaffold or summary_op must be provided.");
@@ -318,10 +310,7 @@ vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook *out, v
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
     *out = vg__hk_make("SummarySaverHook", h, sh_destroy);
-    out->begin = sh_begin;
-    out->before_run = sh_before;
-    out->after_run = sh_after;
-    out->end = sh_end;
+    vg__hk_callbacks(out, sh_begin, NULL, sh_before, sh_after, sh_end);
     return VG_OK;
 }
 
@@ -394,8 +383,7 @@ static vg_code ph_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
 }
 
 vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "profiler options are NULL");
     int64_t save_steps = o->save_steps;
     double save_secs = o->save_secs;
@@ -415,8 +403,6 @@ vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *
         return st && st->code ? st->code : vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
     *out = vg__hk_make("ProfilerHook", h, ph_destroy);
-    out->begin = ph_begin;
-    out->before_run = ph_before;
-    out->after_run = ph_after;
+    vg__hk_callbacks(out, ph_begin, NULL, ph_before, ph_after, NULL);
     return VG_OK;
 }

@@ -53,8 +53,6 @@ vg_code vg_sync_replicas_optimizer_make_session_run_hook(vg_sync_replicas_optimi
         return st->code;
     }
     *out = vg__hk_make("SyncReplicasOptimizerHook", h, sr_destroy);
-    out->begin = sr_begin;
-    out->after_create_session = sr_after_create;
-    out->end = sr_end;
+    vg__hk_callbacks(out, sr_begin, sr_after_create, NULL, NULL, sr_end);
     return VG_OK;
 }
