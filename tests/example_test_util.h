@@ -77,4 +77,25 @@ static inline vg_checkpoint_reader *ex_open_ckpt(const char *dir, const char *re
     CHECK(r != NULL);
     return r;
 }
+
+/* Where the example programs are built (CMake passes VG_BINDIR; "." otherwise). */
+#ifndef VG_BINDIR
+#define VG_BINDIR "."
+#endif
+
+/* The examples' synthetic data: one xorshift64 step of *state (never 0), its next
+ * value; ex_urand: the next double uniform in [0, 1) (53 bits). */
+static inline uint64_t ex_xorshift(uint64_t *state) {
+    uint64_t s = *state;
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return *state = s;
+}
+static inline double ex_urand(uint64_t *state) { return (double)(ex_xorshift(state) >> 11) / 9007199254740992.0; }
+
+/* True when a file in dir has a name containing pattern (`ls dir | grep -q pattern`). */
+static inline bool ex_dir_has(const char *dir, const char *pattern) {
+    char cmd[1024], out[256];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '%s'", dir, pattern);
+    return ex_run(cmd, out, sizeof out, 0, NULL) == 0;
+}
 #endif

@@ -149,4 +149,19 @@ static inline void oom_check_run(long max, void *m, size_t msize, vg_code (*buil
     CHECK_EQ_INT(bad, 0);
     fprintf(stderr, "  run: %ld allocations exercised\n", n);
 }
+
+/* An OOM test program's main: the build drill (at least min_n allocations) and the run
+ * drill over one model, each reported "ok"/"FAIL" as RUN_TEST does; returns the exit
+ * status (TEST_MAIN_END's). */
+static inline int oom_test_main(long max, void *m, size_t msize, vg_code (*build)(vg_graph *g, void *m),
+                                bool (*complete)(const void *m), long min_n,
+                                vg_code (*run)(vg_graph *g, void *m, vg_session **s, vg_status *st)) {
+    int before = vg_test_failures;
+    oom_check_build(max, m, msize, build, complete, min_n);
+    fprintf(stderr, "%s oom build drill\n", vg_test_failures == before ? "ok  " : "FAIL");
+    before = vg_test_failures;
+    oom_check_run(max, m, msize, build, run);
+    fprintf(stderr, "%s oom run drill\n", vg_test_failures == before ? "ok  " : "FAIL");
+    TEST_MAIN_END();
+}
 #endif

@@ -11,10 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
-
 static char g_dir[512];
 static char g_out[1 << 16];
 

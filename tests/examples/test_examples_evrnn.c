@@ -12,10 +12,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
-
 #define PROG VG_BINDIR "/magenta_events_rnn"
 #define HPARAMS "batch_size=8,rnn_layer_sizes=[32,32],dropout_keep_prob=0.9,learning_rate=0.02"
 

@@ -14,9 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
 #define DATA_DIR "/usr/share/datasets/fashion-mnist"
 #define STEPS 50
 

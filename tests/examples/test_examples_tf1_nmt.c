@@ -17,19 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
-
 static char g_dir[512];
 static char g_out[1 << 20];
 static char g_prog[1024];
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static int irand(int n) {
-    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
-    return (int)((rs >> 11) % (uint64_t)n);
-}
+static int irand(int n) { return (int)((ex_xorshift(&rs) >> 11) % (uint64_t)n); }
 
 #define NWORDS 12
 

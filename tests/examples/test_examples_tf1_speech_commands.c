@@ -13,18 +13,11 @@
 #include <math.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
-
 static char g_dir[512];
 static char g_out[1 << 20];
 
 static uint64_t rs = 0x2545F4914F6CDD1Dull;
-static double urand(void) {
-    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
-    return (double)(rs >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return ex_urand(&rs); }
 
 /* a 16-bit mono PCM WAV, by hand */
 static int write_wav(const char *path, const float *x, int n, int rate) {

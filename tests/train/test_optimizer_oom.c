@@ -44,18 +44,7 @@ static vg_code run_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) 
     return oom_session_steps(g, m->init, m->train, &m->report, 1, sp, st);
 }
 
-static void test_oom__build(void) {
-    model m;
-    oom_check_build(100000, &m, sizeof m, build, complete, 10);
-}
-
-static void test_oom__run(void) {
-    model m;
-    oom_check_run(100000, &m, sizeof m, build, run_steps);
-}
-
 int main(void) {
-    RUN_TEST(test_oom__build);
-    RUN_TEST(test_oom__run);
-    TEST_MAIN_END();
+    model m;
+    return oom_test_main(100000, &m, sizeof m, build, complete, 10, run_steps);
 }

@@ -64,18 +64,7 @@ static vg_code run_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) 
     return oom_session_steps(g, m->init, m->train, (vg_output[]){m->rows, m->report}, 2, sp, st);
 }
 
-static void test_rv_oom__build(void) {
-    model m;
-    oom_check_build(200000, &m, sizeof m, build, complete, 100);
-}
-
-static void test_rv_oom__run(void) {
-    model m;
-    oom_check_run(200000, &m, sizeof m, build, run_steps);
-}
-
 int main(void) {
-    RUN_TEST(test_rv_oom__build);
-    RUN_TEST(test_rv_oom__run);
-    TEST_MAIN_END();
+    model m;
+    return oom_test_main(200000, &m, sizeof m, build, complete, 100, run_steps);
 }
