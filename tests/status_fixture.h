@@ -30,4 +30,19 @@ static inline void free_session_graph(vg_session *s, vg_graph *g) {
     vg_graph_free(g);
 }
 
+
+/* Checks that a returned status st has code and (msg != NULL) a message that contains
+ * msg; each mismatch printed with the caller's file:line. Use through EXPECT_STATUS. */
+static inline void expect_status_at(const char *file, int line, const vg_status *st, vg_code code, const char *msg) {
+    if ((int)st->code != (int)code) {
+        fprintf(stderr, "%s:%d: status code %d (%s), expected %d\n", file, line, (int)st->code, st->msg, (int)code);
+        vg_test_failures++;
+    }
+    if (msg && !strstr(st->msg, msg)) {
+        fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", file, line, st->msg, msg);
+        vg_test_failures++;
+    }
+}
+#define EXPECT_STATUS(st, code, msg) expect_status_at(__FILE__, __LINE__, (st), (code), (msg))
+
 #endif

@@ -244,6 +244,19 @@ static vg_variable scalar_var(vg_graph *g, const char *name, double v, unsigned 
     return vg_variable_new(g, name, vg_const_f32(g, (float)v, NULL), flags);
 }
 
+/* variables_to_restore() of the names tests: the shadows of v0, v1 and add, the
+ * unaveraged v2 (want[3], mapped to the variable v2) and, with zero_debias, add's
+ * biased and local_step variables (want[4], want[5]). */
+static void check_restore_map(vg_ema *ema, const char *const want[6], bool zero_debias, vg_op *v2) {
+    vg_status st;
+    vg_name_map m;
+    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
+    check_keys(&m, want, zero_debias ? 6 : 4);
+    for (int i = 0; i < m.n; i++)
+        if (!strcmp(m.names[i], want[3])) CHECK(m.vars[i].op == v2);
+    vg_name_map_free(&m);
+}
+
 /* moving_averages_test.py averageVariablesNamesHelper (testAverageVariablesNames,
  * testAverageVariablesNamesNoDebias): ema "foo" over v0, v1 and tensor2 = v0 + v1. */
 static void check_names(bool zero_debias) {
@@ -260,18 +273,8 @@ static void check_names(bool zero_debias) {
     CHECK(vg_ema_apply(ema, vars, 3) != NULL);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_name_map m;
-    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
-    if (zero_debias) {
-        const char *want[6] = {"v0/foo", "v1/foo", "add/foo", "v2", "add/foo/biased", "add/foo/local_step"};
-        check_keys(&m, want, 6);
-    } else {
-        const char *want[4] = {"v0/foo", "v1/foo", "add/foo", "v2"};
-        check_keys(&m, want, 4);
-    }
-    for (int i = 0; i < m.n; i++)
-        if (!strcmp(m.names[i], "v2")) CHECK(m.vars[i].op == v2.var);
-    vg_name_map_free(&m);
+    static const char *const want[6] = {"v0/foo", "v1/foo", "add/foo", "v2", "add/foo/biased", "add/foo/local_step"};
+    check_restore_map(ema, want, zero_debias, v2.var);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v0.ref).op), vg_ema_average_name(ema, v0.ref, b0, sizeof b0)) == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v1.ref).op), vg_ema_average_name(ema, v1.ref, b1, sizeof b1)) == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, t2).op), vg_ema_average_name(ema, t2, b2, sizeof b2)) == 0);
@@ -307,19 +310,10 @@ static void check_names_scope(bool zero_debias) {
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
     CHECK(up && strcmp(vg_op_name(up), "scope2/foo") == 0);
-    vg_name_map m;
-    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
-    if (zero_debias) {
-        const char *want[6] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo", "scope1/v2",
-                               "scope2/scope2/scope1/add/foo/biased", "scope2/scope2/scope1/add/foo/local_step"};
-        check_keys(&m, want, 6);
-    } else {
-        const char *want[4] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo", "scope1/v2"};
-        check_keys(&m, want, 4);
-    }
-    for (int i = 0; i < m.n; i++)
-        if (!strcmp(m.names[i], "scope1/v2")) CHECK(m.vars[i].op == v2.var);
-    vg_name_map_free(&m);
+    static const char *const want[6] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo",
+                                        "scope1/v2", "scope2/scope2/scope1/add/foo/biased",
+                                        "scope2/scope2/scope1/add/foo/local_step"};
+    check_restore_map(ema, want, zero_debias, v2.var);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v0.ref).op), "scope2/scope1/v0/foo") == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v1.ref).op), "scope2/scope1/v1/foo") == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, t2).op), "scope2/scope1/add/foo") == 0);

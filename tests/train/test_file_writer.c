@@ -5,6 +5,7 @@
  * read back with the io layer's event reader. */
 #include "io/io.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/summary.h"
 #include "vigil/vigil.h"
 #include <ctype.h>
@@ -353,8 +354,7 @@ static void test_file_writer__bad_dirs_and_options(void) {
         mkdir(ro, 0555);
         chmod(ro, 0555);
         CHECK(vg_file_writer_new(ro, NULL, &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_PERMISSION_DENIED);
-        CHECK_STR_CONTAINS(st.msg, ro);
+        EXPECT_STATUS(&st, VG_PERMISSION_DENIED, ro);
         snprintf(dir, sizeof dir, "%s/sub", ro);
         CHECK(vg_file_writer_new(dir, NULL, &st) == NULL);
         CHECK_EQ_INT(st.code, VG_PERMISSION_DENIED);

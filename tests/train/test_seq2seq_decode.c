@@ -85,43 +85,42 @@ static void run_greedy(bool impute, int max_it, bool time_major, greedy_result *
     vg_graph_free(g);
 }
 
-/* batch 0 from token 0: 1, 2, 3 (end at step 2); batch 1 from 2: 3 (end at step 0), then
- * the loop goes on for batch 0 and batch 1 keeps decoding: 0, 1. */
-static void test_greedy_decode_no_impute(void) {
+/* Three greedy steps over the batch (maximum_iterations unset): the ids, the one-hot
+ * outputs (zero where impute_finished masks a finished batch entry), the lengths 3 and
+ * 1 and the final state. */
+typedef struct greedy_case {
+    bool impute;
+    int32_t ids[2][3];
+    float state[2][4];
+} greedy_case;
+
+static void check_greedy_three_steps(const greedy_case *c) {
     greedy_result r;
-    run_greedy(false, -1, false, &r);
+    run_greedy(c->impute, -1, false, &r);
     CHECK_EQ_INT(r.T, 3);
-    const int32_t want[2][3] = {{1, 2, 3}, {3, 0, 1}};
     for (int b = 0; b < 2; b++)
         for (int t = 0; t < 3; t++) {
-            CHECK_EQ_INT(r.ids[b][t], want[b][t]);
-            for (int k = 0; k < 4; k++) CHECK_NEAR(r.out[b][t][k], k == want[b][t] ? 1.0 : 0.0, 0);
+            CHECK_EQ_INT(r.ids[b][t], c->ids[b][t]);
+            bool zero = c->impute && b == 1 && t > 0;
+            for (int k = 0; k < 4; k++) CHECK_NEAR(r.out[b][t][k], !zero && k == c->ids[b][t] ? 1.0 : 0.0, 0);
         }
     CHECK_EQ_INT(r.len[0], 3);
     CHECK_EQ_INT(r.len[1], 1);
-    /* the state sums every step's input, finished or not */
-    const float st[2][4] = {{0, 1, 1, 1}, {1, 1, 0, 1}};
     for (int b = 0; b < 2; b++)
-        for (int k = 0; k < 4; k++) CHECK_NEAR(r.state[b][k], st[b][k], 0);
+        for (int k = 0; k < 4; k++) CHECK_NEAR(r.state[b][k], c->state[b][k], 0);
 }
 
+/* batch 0 from token 0: 1, 2, 3 (end at step 2); batch 1 from 2: 3 (end at step 0), then
+ * the loop goes on for batch 0 and batch 1 keeps decoding: 0, 1; the state sums every
+ * step's input, finished or not. */
+static void test_greedy_decode_no_impute(void) {
+    check_greedy_three_steps(&(greedy_case){false, {{1, 2, 3}, {3, 0, 1}}, {{0, 1, 1, 1}, {1, 1, 0, 1}}});
+}
+
+/* impute_finished: batch 1's ids and outputs are zeros after its first step, its state
+ * is copied through. */
 static void test_greedy_decode_impute_finished(void) {
-    greedy_result r;
-    run_greedy(true, -1, false, &r);
-    CHECK_EQ_INT(r.T, 3);
-    const int32_t want[2][3] = {{1, 2, 3}, {3, 0, 0}};
-    for (int b = 0; b < 2; b++)
-        for (int t = 0; t < 3; t++) {
-            CHECK_EQ_INT(r.ids[b][t], want[b][t]);
-            bool zero = b == 1 && t > 0;
-            for (int k = 0; k < 4; k++) CHECK_NEAR(r.out[b][t][k], !zero && k == want[b][t] ? 1.0 : 0.0, 0);
-        }
-    CHECK_EQ_INT(r.len[0], 3);
-    CHECK_EQ_INT(r.len[1], 1);
-    /* batch 1's state is copied through after its first step */
-    const float st[2][4] = {{0, 1, 1, 1}, {0, 0, 0, 1}};
-    for (int b = 0; b < 2; b++)
-        for (int k = 0; k < 4; k++) CHECK_NEAR(r.state[b][k], st[b][k], 0);
+    check_greedy_three_steps(&(greedy_case){true, {{1, 2, 3}, {3, 0, 0}}, {{0, 1, 1, 1}, {0, 0, 0, 1}}});
 }
 
 static void test_greedy_decode_maximum_iterations(void) {

@@ -1071,15 +1071,13 @@ static void test_tfsaver__checkpoint_reader(void) {
             vg_tensor_free(t);
         }
         CHECK(vg_checkpoint_reader_read(r, "v3", &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "v3 not found in checkpoint");
+        EXPECT_STATUS(&st, VG_NOT_FOUND, "v3 not found in checkpoint");
         vg_checkpoint_reader_free(r);
     }
     free_session_saver_graph(s, save, g);
     /* testNonexistentPath */
     CHECK(vg_checkpoint_reader_new("non-existent", &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "Unsuccessful TensorSliceReader");
+    EXPECT_STATUS(&st, VG_NOT_FOUND, "Unsuccessful TensorSliceReader");
 }
 
 int main(void) {
