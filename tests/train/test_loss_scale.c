@@ -563,13 +563,9 @@ static void test_half_model_trains_like_float32(void) {
 /* Allocation failures while building a dynamic-scale Adam step (variables, the
  * update's nested conds, the wrapped apply) and while running it: every build ends OK
  * and complete or RESOURCE_EXHAUSTED, never another code or a crash. */
-typedef struct oom_model {
-    vg_op *train, *init;
-    vg_output scale;
-} oom_model;
-
 static vg_code oom_build(vg_graph *g, void *mp) {
     oom_model *m = mp;
+    m->nfetch = 1; /* the loss scale */
     vg_status st;
     vg_variable w = vg_variable_new(g, "w", vg_const_fill(g, VG_FLOAT, (int64_t[]){2}, 1, 1, "init"), VG_VAR_TRAINABLE);
     vg_output h = vg_cast(g, vg_cast(g, w.read, VG_HALF, NULL), VG_FLOAT, NULL);
@@ -584,28 +580,18 @@ static vg_code oom_build(vg_graph *g, void *mp) {
         return VG_RESOURCE_EXHAUSTED;
     }
     m->train = vg_optimizer_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL);
-    m->scale = vg_loss_scale_value(ls, g);
+    m->fetch[0] = vg_loss_scale_value(ls, g);
     vg_optimizer_free(opt);
     m->init = vg_global_variables_initializer(g);
     return vg_graph_status(g, NULL);
-}
-
-static bool oom_complete(const void *mp) {
-    const oom_model *m = mp;
-    return m->train && m->init && m->scale.op;
-}
-
-static vg_code oom_run(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
-    oom_model *m = mp;
-    return oom_session_steps(g, m->init, m->train, &m->scale, 1, sp, st);
 }
 
 static void test_allocation_failures(void) {
     oom_install();
     oom_model m;
     long nb = 0, nr = 0;
-    int bad = oom_build_each(200000, &m, sizeof m, oom_build, oom_complete, &nb);
-    bad += oom_run_each(200000, &m, sizeof m, oom_build, oom_run, &nr);
+    int bad = oom_build_each(200000, &m, sizeof m, oom_build, oom_model_complete, &nb);
+    bad += oom_run_each(200000, &m, sizeof m, oom_build, oom_model_steps, &nr);
     vg_allocator_set(NULL);
     CHECK_EQ_INT(bad, 0);
     CHECK(nb > 50 && nr > 10);
