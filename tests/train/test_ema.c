@@ -311,8 +311,8 @@ static void check_names_scope(bool zero_debias) {
     CHECK(strcmp(vg_op_name(v0.var), "scope1/v0") == 0 && strcmp(vg_op_name(t2.op), "scope1/add") == 0);
     vg_variable_scope_push(g, "scope2", NULL);
     vg_output vars[3] = {v0.ref, v1.ref, t2};
-    vg_ema *ema = ema_foo_checking_names(
-        g, zero_debias, vars, (const char *const[3]){"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo"});
+    static const char *const avg[3] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo"};
+    vg_ema *ema = ema_foo_checking_names(g, zero_debias, vars, avg);
     char b2[256];
     vg_op *up = vg_ema_apply(ema, vars, 3);
     vg_status st;

@@ -21,7 +21,8 @@ static vg_code build(vg_graph *g, void *mp) {
     vg_resource_variable e = vg_resource_variable_new_init(g, "emb", VG_FLOAT, (int64_t[]){4, 2}, 2, vg_init_ones(),
                                                            VG_VAR_TRAINABLE);
     vg_output y = vg_bias_add(g, vg_matmul(g, x, w.value, false, false, NULL), b.value, NULL);
-    vg_output rows = vg_resource_variable_sparse_read(g, e.handle, vg_const_i32_vec(g, (int32_t[]){1, 3, 1}, 3, "ix"), NULL);
+    vg_output ix = vg_const_i32_vec(g, (int32_t[]){1, 3, 1}, 3, "ix");
+    vg_output rows = vg_resource_variable_sparse_read(g, e.handle, ix, NULL);
     vg_output loss = vg_add(g, vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, NULL),
                             vg_reduce_sum(g, rows, NULL, -1, false, NULL), "loss");
     m->fetch[0] = rows;
