@@ -918,21 +918,13 @@ static void test_tfsaver__relative_path(void) {
 /* ------------------------------------------------------------------------ */
 /* CheckpointStateTest */
 
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fputs(text, f);
-    fclose(f);
-}
-
 /* CheckpointStateTest.testCheckPointStateFailsWhenIncomplete: an empty state file is
  * ValueError ("Invalid checkpoint state loaded from ..."). */
 static void test_tfsaver__state_fails_when_incomplete(void) {
     char save_dir[512], p[600];
     test_dir(save_dir, sizeof save_dir, "checkpoint_state_fails_when_incomplete");
     snprintf(p, sizeof p, "%s/checkpoint", save_dir);
-    write_text(p, "");
+    tu_write_text(p, "");
     vg_checkpoint_state *cs = NULL;
     vg_status st;
     CHECK_CODE(vg_get_checkpoint_state(save_dir, &cs, &st), VG_INVALID_ARGUMENT);
@@ -946,7 +938,7 @@ static void test_tfsaver__state_completes_relative_paths(void) {
     char save_dir[512], p[600], want[3][700];
     test_dir(save_dir, sizeof save_dir, "checkpoint_completes_relative_paths");
     snprintf(p, sizeof p, "%s/checkpoint", save_dir);
-    write_text(p, "\n        model_checkpoint_path: \"./model.ckpt-687529\"\n"
+    tu_write_text(p, "\n        model_checkpoint_path: \"./model.ckpt-687529\"\n"
                   "        all_model_checkpoint_paths: \"./model.ckpt-687500\"\n"
                   "        all_model_checkpoint_paths: \"./model.ckpt-687529\"\n        ");
     snprintf(want[0], sizeof want[0], "%s/./model.ckpt-687529", save_dir);
@@ -996,7 +988,7 @@ static void test_tfsaver__meta_graph_wrong_contents(void) {
     test_dir(dir, sizeof dir, "binary_and_text_wrong");
     snprintf(filename, sizeof filename, "%s/metafile", dir);
     vg_status st;
-    write_text(filename, "filename_tensor_name: \"save/Const:0\"\nsave_tensor_name: \"save/control_dependency:0\"\n"
+    tu_write_text(filename, "filename_tensor_name: \"save/Const:0\"\nsave_tensor_name: \"save/control_dependency:0\"\n"
                          "restore_op_name: \"save/restore_all\"\nmax_to_keep: 5\nkeep_checkpoint_every_n_hours: 10000.0\n"
                          "version: V2\n");
     vg_graph *h = vg_graph_new();
