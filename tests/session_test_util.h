@@ -251,4 +251,14 @@ static inline vg_code fetch_timeout(vg_session *s, const vg_output *f, vg_tensor
         for (int i = 0; i < n; i++) vg_tensor_free(tmp[i]);
     return rc;
 }
+
+/* The number of elements of o's value in s; -1 (a failed check) when the run fails. */
+static inline int64_t fetch_num_elements(vg_session *s, vg_output o) {
+    vg_tensor *t = fetch(s, o);
+    CHECK(t != NULL);
+    int64_t n = t ? vg_tensor_num_elements(t) : -1;
+    vg_tensor_free(t);
+    return n;
+}
+
 #endif
