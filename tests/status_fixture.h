@@ -45,4 +45,18 @@ static inline void expect_status_at(const char *file, int line, const vg_status 
 }
 #define EXPECT_STATUS(st, code, msg) expect_status_at(__FILE__, __LINE__, (st), (code), (msg))
 
+/* Checks that a constructor refused: it returned got == NULL and set st's code to code.
+ * Use through EXPECT_REFUSED. */
+static inline void expect_refused_at(const char *file, int line, const void *got, const vg_status *st, vg_code code) {
+    if (got != NULL) {
+        fprintf(stderr, "%s:%d: got an object, expected NULL\n", file, line);
+        vg_test_failures++;
+    }
+    if ((int)st->code != (int)code) {
+        fprintf(stderr, "%s:%d: status code %d (%s), expected %d\n", file, line, (int)st->code, st->msg, (int)code);
+        vg_test_failures++;
+    }
+}
+#define EXPECT_REFUSED(got, st, code) expect_refused_at(__FILE__, __LINE__, (got), (st), (code))
+
 #endif

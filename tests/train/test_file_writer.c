@@ -329,8 +329,7 @@ static void test_file_writer__cache(void) {
     snprintf(path, sizeof path, "%s", w1 ? vg_file_writer_path(w1) : "");
     vg_file_writer_cache_clear(); /* flushes and frees */
     CHECK_EQ_INT(count_events(path), 2);
-    CHECK(vg_file_writer_cache_get(NULL, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_cache_get(NULL, &st), &st, VG_INVALID_ARGUMENT);
     vg_file_writer_cache_clear();
 }
 
@@ -356,8 +355,7 @@ static void test_file_writer__bad_dirs_and_options(void) {
         CHECK(vg_file_writer_new(ro, NULL, &st) == NULL);
         EXPECT_STATUS(&st, VG_PERMISSION_DENIED, ro);
         snprintf(dir, sizeof dir, "%s/sub", ro);
-        CHECK(vg_file_writer_new(dir, NULL, &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_PERMISSION_DENIED);
+        EXPECT_REFUSED(vg_file_writer_new(dir, NULL, &st), &st, VG_PERMISSION_DENIED);
         chmod(ro, 0755);
     } else {
         /* root ignores mode bits; sysfs refuses new entries (EPERM) */
@@ -370,14 +368,11 @@ static void test_file_writer__bad_dirs_and_options(void) {
 
     vg_file_writer_options o = {0};
     o.max_queue = -1;
-    CHECK(vg_file_writer_new(g_root, &o, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(g_root, &o, &st), &st, VG_INVALID_ARGUMENT);
     o.max_queue = 1;
     o.flush_secs = -1;
-    CHECK(vg_file_writer_new(g_root, &o, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK(vg_file_writer_new(NULL, NULL, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(g_root, &o, &st), &st, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(NULL, NULL, &st), &st, VG_INVALID_ARGUMENT);
     CHECK_EQ_INT(vg_file_writer_flush(NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_EQ_INT(vg_file_writer_add_scalar(NULL, "x", 1, 1, &st), VG_INVALID_ARGUMENT);
 }
