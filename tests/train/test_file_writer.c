@@ -84,10 +84,11 @@ static bool summary_scalar(const event *ev, const char *tag, double value) {
     return v.tag_len == strlen(tag) && !memcmp(v.tag, tag, v.tag_len) && v.has_scalar && v.scalar == value;
 }
 
-static char g_root[64];
+#define TMPDIR_TAG "file_writer"
+#include "tmpdir_util.h"
 
 static char *make_dir(const char *name, char *buf, size_t len) {
-    snprintf(buf, len, "%s/%s", g_root, name);
+    snprintf(buf, len, "%s/%s", g_dir, name);
     return buf;
 }
 
@@ -368,10 +369,10 @@ static void test_file_writer__bad_dirs_and_options(void) {
 
     vg_file_writer_options o = {0};
     o.max_queue = -1;
-    EXPECT_REFUSED(vg_file_writer_new(g_root, &o, &st), &st, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(g_dir, &o, &st), &st, VG_INVALID_ARGUMENT);
     o.max_queue = 1;
     o.flush_secs = -1;
-    EXPECT_REFUSED(vg_file_writer_new(g_root, &o, &st), &st, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(g_dir, &o, &st), &st, VG_INVALID_ARGUMENT);
     EXPECT_REFUSED(vg_file_writer_new(NULL, NULL, &st), &st, VG_INVALID_ARGUMENT);
     CHECK_EQ_INT(vg_file_writer_flush(NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_EQ_INT(vg_file_writer_add_scalar(NULL, "x", 1, 1, &st), VG_INVALID_ARGUMENT);
@@ -546,10 +547,7 @@ static void test_file_writer__alloc_failures(void) {
 }
 
 int main(void) {
-    if (!tu_mkdtemp(g_root, sizeof g_root, "file_writer")[0]) {
-        perror("mkdtemp");
-        return 1;
-    }
+    make_tmpdir();
     RUN_TEST(test_file_writer__name_and_first_record);
     RUN_TEST(test_file_writer__events_in_order);
     RUN_TEST(test_file_writer__max_queue);
@@ -562,6 +560,6 @@ int main(void) {
     RUN_TEST(test_file_writer__threads);
     RUN_TEST(test_file_writer__metadata_once);
     RUN_TEST(test_file_writer__alloc_failures);
-    if (tu_rmrf(g_root) != 0) fprintf(stderr, "could not remove %s\n", g_root);
+    if (tu_rmrf(g_dir) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
     TEST_MAIN_END();
 }
