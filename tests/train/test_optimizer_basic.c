@@ -404,20 +404,6 @@ static void test_optimizer__updates_in_place(void) {
 
 /* Several threads run the train op on one session: the variable locks keep every
  * update (the global step counts each run exactly once). */
-typedef struct train_thread {
-    vg_session *s;
-    vg_op *train;
-    int steps, failures;
-} train_thread;
-
-static void *train_loop(void *arg) {
-    train_thread *t = arg;
-    vg_status st;
-    for (int i = 0; i < t->steps; i++)
-        if (vg_session_run_targets(t->s, &t->train, 1, &st) != VG_OK) t->failures++;
-    return NULL;
-}
-
 static void test_optimizer__concurrent_steps(void) {
     problem p = make_problem(VG_FLOAT, true);
     vg_optimizer *opt = vg_optimizer_new_momentum(0.001, 0.9, false);
@@ -427,16 +413,7 @@ static void test_optimizer__concurrent_steps(void) {
     vg_session *s = vg_session_new(p.g, NULL, &st);
     if (!s) { vg_graph_free(p.g); return; }
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    pthread_t th[4];
-    train_thread args[4];
-    for (int i = 0; i < 4; i++) {
-        args[i] = (train_thread){s, train, 50, 0};
-        pthread_create(&th[i], NULL, train_loop, &args[i]);
-    }
-    for (int i = 0; i < 4; i++) {
-        pthread_join(th[i], NULL);
-        CHECK_EQ_INT(args[i].failures, 0);
-    }
+    CHECK_EQ_INT(run_target_concurrently(s, train, 4, 50), 0);
     vg_tensor *t = NULL;
     CHECK_OK(vg_session_run1(s, vg_variable_snapshot(p.gs.op), &t, &st), &st);
     CHECK(t && *(int64_t *)vg_tensor_data(t) == 200);
