@@ -338,6 +338,20 @@ static void test_train_ops(void) {
     vg_graph_free(g);
 }
 
+/* The options of a GAN training run: checkpoints in dir, no step counter, and the hooks
+ * StopAtStepHook(last_step) (made into hooks[0]) and mine (copied to hooks[1]). */
+static vg_mts_options run_options(const char *dir, int64_t last_step, vg_hook hooks[2], vg_hook mine) {
+    vg_status st;
+    CHECK_OK(vg_stop_at_step_hook(last_step, -1, &hooks[0], &st), &st);
+    hooks[1] = mine;
+    vg_mts_options o = {0};
+    o.checkpoint_dir = dir;
+    o.hooks = hooks;
+    o.nhooks = 2;
+    o.no_step_counter = true;
+    return o;
+}
+
 /* RunTrainOpsHook / get_sequential_train_hooks / get_joint_train_hooks / gan_train:
  * counters stand in for the train ops, so the number of runs is exact. */
 typedef struct counters {
@@ -374,15 +388,7 @@ static void test_hooks_and_gan_train(void) {
         c.cd = vd.ref;
         vg_gan_train_steps steps = {2, 3};
         vg_hook hooks[2];
-        CHECK_OK(vg_stop_at_step_hook(4, -1, &hooks[0], &st), &st);
-        memset(&hooks[1], 0, sizeof hooks[1]);
-        hooks[1].end = read_counters;
-        hooks[1].payload = &c;
-        vg_mts_options o = {0};
-        o.checkpoint_dir = dir;
-        o.hooks = hooks;
-        o.nhooks = 2;
-        o.no_step_counter = true;
+        vg_mts_options o = run_options(dir, 4, hooks, (vg_hook){.end = read_counters, .payload = &c});
         double last = 0;
         if (!joint) {
             CHECK_OK(vg_gan_train(g, &ops, &steps, &o, &last, &st), &st);
@@ -473,16 +479,8 @@ static void test_gaussian_gan(void) {
     CHECK_OK(vg_gan_train_ops_build(g, &m, &l, go, dopt, NULL, &ops, &st), &st);
     gen_mean gm = {vg_reduce_mean(g, m.generated_data, NULL, -1, false, "gen_mean"), NAN, NAN};
     vg_hook hooks[2];
-    CHECK_OK(vg_stop_at_step_hook(300, -1, &hooks[0], &st), &st);
-    memset(&hooks[1], 0, sizeof hooks[1]);
-    hooks[1].after_create_session = read_first_mean;
-    hooks[1].end = read_mean;
-    hooks[1].payload = &gm;
-    vg_mts_options o = {0};
-    o.checkpoint_dir = dir;
-    o.hooks = hooks;
-    o.nhooks = 2;
-    o.no_step_counter = true;
+    vg_mts_options o =
+        run_options(dir, 300, hooks, (vg_hook){.after_create_session = read_first_mean, .end = read_mean, .payload = &gm});
     double step = 0;
     CHECK_OK(vg_gan_train(g, &ops, NULL, &o, &step, &st), &st);
     CHECK_NEAR(step, 300.0, 0);
