@@ -211,7 +211,7 @@ static void test_null__objects_and_arrays(void) {
     CHECK_CODE(vg_batch(g, &v.read, 1, 4, 1, 10, false, NULL, NULL), VG_INVALID_ARGUMENT);
     vg_graph *g2 = vg_graph_new();
     CHECK(vg_variables_initializer(g2, NULL, 2, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g2, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g2, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g2);
     vg_saver *sv = vg_saver_new(g, NULL, &st);
     vg_saver_recover_last_checkpoints(sv, NULL, 2);

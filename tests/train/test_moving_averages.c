@@ -272,7 +272,7 @@ static void test_sparse_to_dense(void) {
     /* build-time: mismatched value/default dtypes */
     vg_output dbad = vg_sparse_to_dense(g, i1, s1, vg_const_f32(g, 1.0f, NULL), vg_const_i32(g, 0, NULL), true, NULL);
     CHECK(dbad.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 

@@ -297,7 +297,7 @@ static void test_summary__merge(void) {
     CHECK(vg_summary_merge_all(g).op == NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
     CHECK(vg_summary_merge(g, NULL, 0, NULL).op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 

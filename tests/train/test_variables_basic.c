@@ -349,9 +349,8 @@ static void test_variables__report_uninitialized(void) {
 static void test_variables__bad_initializer(void) {
     vg_graph *g = vg_graph_new();
     vg_variable v = vg_get_variable(g, "v", VG_INT32, (int64_t[]){2}, 1, vg_init_random_normal(0, 1, 0), 0);
-    vg_status st;
     CHECK(v.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     v = vg_get_variable(g, "v", VG_FLOAT, (int64_t[]){-1, 2}, 2, vg_init_zeros(), 0);
