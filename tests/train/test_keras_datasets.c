@@ -5,6 +5,7 @@
  * module with NumPy's reduce protocol (tests/data/pickle), write/read round trips,
  * Keras's file places and the errors. */
 #include "test_util.h"
+#include "kernels_fixture.h"
 #include "status_fixture.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
@@ -138,8 +139,7 @@ static void test_mnist_load_data(void) {
     const char *old = getenv("HOME");
     char *saved = old ? strdup(old) : NULL;
     setenv("HOME", home, 1);
-    CHECK_EQ_INT(vg_keras_mnist_load_data(NULL, &d, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "/.keras/datasets/mnist.npz not found");
+    CHECK_STATUS(vg_keras_mnist_load_data(NULL, &d, &st), &st, VG_NOT_FOUND, "/.keras/datasets/mnist.npz not found");
     CHECK_STR_CONTAINS(st.msg, "tf-keras-datasets/mnist.npz");
     CHECK(d.x_train == NULL);
     snprintf(sub, sizeof sub, "%s/.keras", home);
@@ -171,8 +171,7 @@ static void test_mnist_load_data(void) {
     const char *k = "x_train";
     const vg_tensor *tt = t;
     CHECK_OK(vg_npz_write(path, &k, &tt, 1, false, &st), &st);
-    CHECK_EQ_INT(vg_keras_mnist_load_data(path, &d, &st), VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "no array y_train");
+    CHECK_STATUS(vg_keras_mnist_load_data(path, &d, &st), &st, VG_DATA_LOSS, "no array y_train");
     vg_tensor_free(t);
     tu_rmrf(dir);
     CHECK_EQ_INT(vg_keras_mnist_load_data(NULL, NULL, &st), VG_INVALID_ARGUMENT);
@@ -208,8 +207,8 @@ static void test_fashion_mnist_load_data(void) {
     vg_keras_data_free(&d);
     char dir[256];
     tu_mkdtemp(dir, sizeof dir, "fashion");
-    CHECK_EQ_INT(vg_keras_fashion_mnist_load_data(dir, &d, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "train-labels-idx1-ubyte.gz not found");
+    CHECK_STATUS(vg_keras_fashion_mnist_load_data(dir, &d, &st), &st, VG_NOT_FOUND,
+                 "train-labels-idx1-ubyte.gz not found");
     tu_rmrf(dir);
 }
 
@@ -306,8 +305,7 @@ static void test_cifar10_load_data(void) {
     vg_keras_data_free(&d);
     char dir[256];
     tu_mkdtemp(dir, sizeof dir, "cifar");
-    CHECK_EQ_INT(vg_keras_cifar10_load_data(dir, &d, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "data_batch_1 not found");
+    CHECK_STATUS(vg_keras_cifar10_load_data(dir, &d, &st), &st, VG_NOT_FOUND, "data_batch_1 not found");
     CHECK(d.x_train == NULL);
     tu_rmrf(dir);
 }

@@ -9,6 +9,7 @@
  * variables' names and collections, resetting through local_variables_initializer, and
  * the bad-input errors. */
 #include "op_test_util.h"
+#include "kernels_fixture.h"
 #include "status_fixture.h"
 
 typedef struct sess_t {
@@ -226,8 +227,7 @@ static void test_accuracy(void) {
                             NULL);
     CHECK(m.value.op == NULL && m.update.op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "accuracy");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "accuracy");
     CHECK_STR_CONTAINS(st.msg, "incompatible");
     vg_graph_free(g);
     /* weights that cannot broadcast */

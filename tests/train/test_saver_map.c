@@ -3,6 +3,7 @@
  * ExponentialMovingAverage.variables_to_restore (the cifar10_eval.py pattern), and
  * tf.train.init_from_checkpoint (name and scope assignment maps, errors). */
 #include "test_util.h"
+#include "kernels_fixture.h"
 #include "status_fixture.h"
 #include "train_fixture.h"
 #include "vigil/vigil.h"
@@ -96,8 +97,7 @@ static void test_map_save_restore(void) {
     sv = vg_saver_new(g, &o, &st);
     s = initialized_session(g);
     if (sv && s) {
-        CHECK_EQ_INT(vg_saver_restore(sv, s, p.out, &st), VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "Key nope not found in checkpoint");
+        CHECK_STATUS(vg_saver_restore(sv, s, p.out, &st), &st, VG_NOT_FOUND, "Key nope not found in checkpoint");
     }
     vg_session_free(s);
     vg_saver_free(sv);
@@ -196,17 +196,17 @@ static void test_init_from_checkpoint(void) {
     vg_session_free(s);
     /* errors: a missing tensor, a shape mismatch, a scope mapped to a name, no checkpoint */
     const char *ck1[1] = {"nope"}, *cur1[1] = {"mine"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, p.out, ck1, cur1, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Tensor nope is not found in");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck1, cur1, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Tensor nope is not found in");
     const char *ck2[1] = {"old/layer/w"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, p.out, ck2, cur1, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Shape of variable mine ([1]) doesn't match with shape of tensor old/layer/w ([3])");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck2, cur1, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Shape of variable mine ([1]) doesn't match with shape of tensor old/layer/w ([3])");
     const char *ck3[1] = {"old/layer/w"}, *cur3[1] = {"new/"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, p.out, ck3, cur3, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Should be 'scope/': 'other_scope/'");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck3, cur3, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Should be 'scope/': 'other_scope/'");
     const char *ck4[1] = {"zzz/"}, *cur4[1] = {"new/"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, p.out, ck4, cur4, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Tensor zzz/layer/b (layer/b in zzz/) is not found");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck4, cur4, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Tensor zzz/layer/b (layer/b in zzz/) is not found");
     char missing[700];
     snprintf(missing, sizeof missing, "%s/none", g_dir);
     CHECK_EQ_INT(vg_init_from_checkpoint(g, missing, ck1, cur1, 1, &st), VG_NOT_FOUND);
