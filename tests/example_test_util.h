@@ -98,4 +98,18 @@ static inline bool ex_dir_has(const char *dir, const char *pattern) {
     snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '%s'", dir, pattern);
     return ex_run(cmd, out, sizeof out, 0, NULL) == 0;
 }
+
+/* The scalar tensor name of checkpoint r as a double (vg_tensor_scalar); NAN, printed,
+ * when it cannot be read. */
+static inline double ex_ckpt_scalar(vg_checkpoint_reader *r, const char *name) {
+    vg_status st;
+    vg_tensor *t = vg_checkpoint_reader_read(r, name, &st);
+    if (!t) {
+        fprintf(stderr, "  checkpoint tensor %s: %s\n", name, st.msg);
+        return NAN;
+    }
+    double v = vg_tensor_scalar(t);
+    vg_tensor_free(t);
+    return v;
+}
 #endif

@@ -294,4 +294,12 @@ static inline int run_target_concurrently(vg_session *s, vg_op *target, int nthr
     return failures;
 }
 
+/* Element 0 of the float32 x after init_and_fetch; NAN when it could not be fetched. */
+static inline double init_and_fetch_f32(vg_graph *g, vg_output x) {
+    vg_tensor *t = init_and_fetch(g, x);
+    double v = t ? ((const float *)vg_tensor_data(t))[0] : NAN;
+    vg_tensor_free(t);
+    return v;
+}
+
 #endif

@@ -60,16 +60,12 @@
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-static char g_tmp[64];
-
-static char *tmp_path(char *out, size_t len, const char *name) {
-    snprintf(out, len, "%s/%s", g_tmp, name);
-    return out;
-}
+#define TMPDIR_TAG "tfsaver"
+#include "tmpdir_util.h"
 
 /* A fresh sub-directory of the temp dir (TF's _get_test_dir). */
 static char *test_dir(char *out, size_t len, const char *name) {
-    tmp_path(out, len, name);
+    snprintf(out, len, "%s/%s", g_dir, name);
     mkdir(out, 0755);
     return out;
 }
@@ -151,7 +147,7 @@ static int64_t num_uninitialized(vg_graph *g, vg_session *s) {
 /* SaverTest.basicSaveRestore (testBasic: Variable, testResourceBasic: ResourceVariable) */
 static void basic_save_restore(bool resource) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "basic_save_restore");
+    tmp_path(save_path, "basic_save_restore");
     const char *names[2] = {"v0", "v1"};
     vg_status st;
     {
@@ -267,7 +263,7 @@ static void test_tfsaver__no_ops_outside_save_scope(void) {
 /* SaverTest.testInt64 */
 static void test_tfsaver__int64(void) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "int64");
+    tmp_path(save_path, "int64");
     const char *name = "v";
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -294,7 +290,7 @@ static void test_tfsaver__int64(void) {
 /* SaverTest.testBasicsWithListOfVariables */
 static void test_tfsaver__basics_with_list_of_variables(void) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "basics_with_list");
+    tmp_path(save_path, "basics_with_list");
     vg_status st;
     {
         vg_graph *g = vg_graph_new();
@@ -364,7 +360,7 @@ static void save_and_load(const char *var_name, float var_value, float other_val
 /* SaverTest.testCacheRereadsFile */
 static void test_tfsaver__cache_rereads_file(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "cache_rereads");
+    tmp_path(save_path, "cache_rereads");
     save_and_load("var0", 0.0f, 1.0f, save_path);
     save_and_load("var1", 1.1f, 2.2f, save_path);
 }
@@ -400,7 +396,7 @@ static void test_tfsaver__allow_empty(void) {
 /* SaverTest.testVariables: Saver() saves all global variables. */
 static void test_tfsaver__variables(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "variables");
+    tmp_path(save_path, "variables");
     vg_status st;
     const int64_t d3 = 3;
     {
@@ -433,7 +429,7 @@ static void test_tfsaver__variables(void) {
  * InvalidArgumentError "Assign requires shapes of both tensors to match.". */
 static void test_tfsaver__reshape(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "variables_reshape");
+    tmp_path(save_path, "variables_reshape");
     vg_status st;
     {
         vg_graph *g = vg_graph_new();
@@ -458,7 +454,7 @@ static void test_tfsaver__reshape(void) {
 /* SaverTest.testSaveWithGlobalStep (an int global step): "<save_path>-5". */
 static void test_tfsaver__save_with_global_step(void) {
     char save_path[512], val[512], want[600];
-    tmp_path(save_path, sizeof save_path, "ckpt_with_global_step");
+    tmp_path(save_path, "ckpt_with_global_step");
     save_and_load("var0", 0.0f, 1.0f, save_path);
     vg_graph *g = vg_graph_new();
     tvar var = make_f32(g, true, "var0", 1.0f);
@@ -477,7 +473,7 @@ static void test_tfsaver__save_with_global_step(void) {
  * variable is InvalidArgumentError "... original dtype ...". */
 static void test_tfsaver__validate_variable_dtype(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "basic_save_restore_dtype");
+    tmp_path(save_path, "basic_save_restore_dtype");
     const char *name = "v0";
     for (int resource = 0; resource <= 1; resource++) {
         vg_status st;
@@ -503,7 +499,7 @@ static void test_tfsaver__validate_variable_dtype(void) {
  * latest_checkpoint names it. */
 static void test_tfsaver__sharded_basics(void) {
     char save_path[512], val[512], buf[600];
-    tmp_path(save_path, sizeof save_path, "sharded_basics");
+    tmp_path(save_path, "sharded_basics");
     const char *names[2] = {"v0", "v1"};
     vg_saver_options o = {0};
     o.sharded = true;
@@ -531,7 +527,7 @@ static void test_tfsaver__sharded_basics(void) {
     CHECK_OK(vg_saver_restore(save, s, save_path, &st), &st);
     CHECK_NEAR(fetch_scalar(s, v[0].value), 10, 0);
     CHECK_NEAR(fetch_scalar(s, v[1].value), 20, 0);
-    const char *latest = vg_latest_checkpoint(g_tmp, buf, sizeof buf);
+    const char *latest = vg_latest_checkpoint(g_dir, buf, sizeof buf);
     CHECK(latest && strcmp(latest, save_path) == 0);
     free_session_saver_graph(s, save, g);
 }
@@ -802,7 +798,7 @@ static void test_tfsaver__keep_checkpoint_every_n_hours(void) {
  * testNonReshapeResourceVariable) */
 static void non_reshape(bool resource) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "non_reshape");
+    tmp_path(save_path, "non_reshape");
     const char *mapped[2] = {"save_prefix/v0", "save_prefix/v1"}, *plain[2] = {"v0", "v1"};
     vg_status st;
     {
@@ -1031,7 +1027,7 @@ static void test_tfsaver__import_into_namescope_without_variables(void) {
  * get_tensor, a missing tensor) and testNonexistentPath */
 static void test_tfsaver__checkpoint_reader(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "ckpt_for_debug_string2");
+    tmp_path(save_path, "ckpt_for_debug_string2");
     vg_status st;
     vg_graph *g = vg_graph_new();
     const float vals[6] = {1, 2, 3, 4, 5, 6};
@@ -1071,10 +1067,7 @@ static void test_tfsaver__checkpoint_reader(void) {
 }
 
 int main(void) {
-    if (!tu_mkdtemp(g_tmp, sizeof g_tmp, "tfsaver")[0]) {
-        perror("mkdtemp");
-        return 1;
-    }
+    make_tmpdir();
     RUN_TEST(test_tfsaver__basic);
     RUN_TEST(test_tfsaver__resource_basic);
     RUN_TEST(test_tfsaver__resource_read_ops_deterministic);
@@ -1104,6 +1097,6 @@ int main(void) {
     (void)test_tfsaver__meta_graph_wrong_contents;
     RUN_TEST(test_tfsaver__import_into_namescope_without_variables);
     RUN_TEST(test_tfsaver__checkpoint_reader);
-    tu_rmrf(g_tmp);
+    remove_tmpdir();
     TEST_MAIN_END();
 }
