@@ -486,14 +486,18 @@ static void test_layer_norm_values(void) {
     vg_graph_free(g);
 }
 
-static void expect_rank_error(vg_layer_kind kind, const int64_t *dims, int nd, const char *msg) {
+/* The layer c applied to a float placeholder of shape dims[nd] in a new graph builds
+ * nothing and fails the graph with INVALID_ARGUMENT naming msg. */
+static void expect_layer_error(vg_layer_config c, const int64_t *dims, int nd, const char *msg) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, dims, nd, "x");
-    vg_layer_config c = {.kind = kind};
-    c.units = 2;
     CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
     EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, msg);
     vg_graph_free(g);
+}
+
+static void expect_rank_error(vg_layer_kind kind, const int64_t *dims, int nd, const char *msg) {
+    expect_layer_error((vg_layer_config){.kind = kind, .units = 2}, dims, nd, msg);
 }
 
 static void test_errors(void) {
@@ -504,24 +508,12 @@ static void test_errors(void) {
     expect_rank_error(VG_LAYER_DENSE, (int64_t[]){5, -1}, 2, "The last dimension of the inputs to `Dense` should be defined");
     expect_rank_error(VG_LAYER_MAX_POOLING1D, (int64_t[]){2, 3, 4, 5}, 4, "layer max_pooling1d is incompatible");
     expect_rank_error(VG_LAYER_CONV1D, (int64_t[]){2, 3, -1}, 3, "The channel dimension of the inputs should be defined");
+    expect_layer_error((vg_layer_config){.kind = VG_LAYER_DROPOUT, .rate = 1.5, .name = "drop"}, (int64_t[]){2, 3}, 2,
+                       "layer drop: rate");
+    expect_layer_error((vg_layer_config){.kind = VG_LAYER_CONV2D, .units = 1, .padding = "full"},
+                       (int64_t[]){2, 3, 3, 1}, 4, "layer conv2d: padding");
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
-    vg_layer_config c = {.kind = VG_LAYER_DROPOUT};
-    c.rate = 1.5;
-    c.name = "drop";
-    CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
-    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "layer drop: rate");
-    vg_graph_free(g);
-    g = vg_graph_new();
-    x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 3, 1}, 4, "x");
-    c = (vg_layer_config){.kind = VG_LAYER_CONV2D};
-    c.units = 1;
-    c.padding = "full";
-    CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
-    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "layer conv2d: padding");
-    vg_graph_free(g);
-    g = vg_graph_new();
-    x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
     CHECK(vg_layers_dropout(g, x, 0.5, vg_const_f32(g, 1, "notbool"), 0, NULL).op == NULL);
     EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "training must be a bool scalar");
     vg_graph_free(g);

@@ -9,6 +9,16 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 
+/* The end of a decoding test: frees the session, the decoder, its helper, the cell and
+ * the graph (any may be NULL), in that order. */
+static void free_decode_run(vg_session *s, vg_decoder *d, vg_decoder_helper *h, vg_rnn_cell *cell, vg_graph *g) {
+    vg_session_free(s);
+    vg_decoder_free(d);
+    vg_decoder_helper_free(h);
+    vg_rnn_cell_free(cell);
+    vg_graph_free(g);
+}
+
 /* out = input; state' = state + input */
 static vg_code id_call(vg_graph *g, vg_output x, const vg_output *s, vg_output *out, vg_output *ns, void *user) {
     (void)user;
@@ -78,11 +88,7 @@ static void run_greedy(bool impute, int max_it, bool time_major, greedy_result *
         }
     }
     for (int i = 0; i < 4; i++) vg_tensor_free(v[i]);
-    vg_session_free(s);
-    vg_decoder_free(d);
-    vg_decoder_helper_free(h);
-    vg_rnn_cell_free(cell);
-    vg_graph_free(g);
+    free_decode_run(s, d, h, cell, g);
 }
 
 /* Three greedy steps over the batch (maximum_iterations unset): the ids, the one-hot
@@ -320,11 +326,7 @@ static vg_tensor *run_sample(const float *emb, double temperature, int max_it) {
     vg_session *s = vg_session_new(g, NULL, &st);
     vg_tensor *ids = NULL;
     CHECK_OK(vg_session_run1(s, outs[1], &ids, &st), &st);
-    vg_session_free(s);
-    vg_decoder_free(d);
-    vg_decoder_helper_free(h);
-    vg_rnn_cell_free(cell);
-    vg_graph_free(g);
+    free_decode_run(s, d, h, cell, g);
     return ids;
 }
 
@@ -390,11 +392,7 @@ static void run_scheduled(double prob, int32_t ids[2][3], float out[2][3][4]) {
     }
     vg_tensor_free(v[0]);
     vg_tensor_free(v[1]);
-    vg_session_free(s);
-    vg_decoder_free(d);
-    vg_decoder_helper_free(h);
-    vg_rnn_cell_free(cell);
-    vg_graph_free(g);
+    free_decode_run(s, d, h, cell, g);
 }
 
 static void test_scheduled_embedding_training_helper(void) {
