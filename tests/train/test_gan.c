@@ -222,23 +222,24 @@ static void test_gradient_penalty(void) {
     vg_graph_free(g);
 }
 
-/* In g: real [8, 2] = 1, noise [8, 3] = 0.5 and the GANModel of dense_gen and dense_disc
- * over them (default scopes; checked to build). */
-static void dense_gan_build(vg_graph *g, vg_output *real, vg_output *noise, vg_gan_model *m) {
+/* A new graph with real [8, 2] = 1, noise [8, 3] = 0.5 and the GANModel of dense_gen
+ * and dense_disc over them (default scopes; checked to build). */
+static vg_graph *dense_gan_build(vg_output *real, vg_output *noise, vg_gan_model *m) {
+    vg_graph *g = vg_graph_new();
     vg_status st;
     *real = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 2}, 2, 1.0, "real");
     *noise = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 3}, 2, 0.5, "noise");
     CHECK_OK(vg_gan_model_build(g, dense_gen, NULL, dense_disc, NULL, *real, noise, 1, NULL, m, &st), &st);
+    return g;
 }
 
 /* GANModelTest (train_test.py): scopes "Generator"/"Discriminator", the discriminator
  * built once and reused on the real data, variables split by scope; shape check. */
 static void test_gan_model(void) {
-    vg_graph *g = vg_graph_new();
     vg_status st;
     vg_output real, noise;
     vg_gan_model m;
-    dense_gan_build(g, &real, &noise, &m);
+    vg_graph *g = dense_gan_build(&real, &noise, &m);
     CHECK_EQ_INT(m.ngenerator_variables, 2);
     CHECK_EQ_INT(m.ndiscriminator_variables, 4);
     const char *gv[] = {"Generator/dense/kernel", "Generator/dense/bias"};
@@ -279,11 +280,10 @@ static void test_gan_model(void) {
 /* gan_train_ops: each train op updates its own side; the global step moves only through
  * global_step_inc_op (TF's generator/discriminator create_train_op get global_step=None). */
 static void test_train_ops(void) {
-    vg_graph *g = vg_graph_new();
     vg_status st;
     vg_output real, noise;
     vg_gan_model m;
-    dense_gan_build(g, &real, &noise, &m);
+    vg_graph *g = dense_gan_build(&real, &noise, &m);
     vg_gan_loss l = vg_gan_loss_build(g, &m, VG_GAN_LOSS_MODIFIED, VG_GAN_LOSS_MODIFIED, NULL);
     CHECK(l.generator_loss.op && l.discriminator_loss.op);
     vg_optimizer *go = vg_optimizer_new_sgd(0.1), *dopt = vg_optimizer_new_adam(0.01, 0.9, 0.999, 1e-8);

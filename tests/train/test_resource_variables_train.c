@@ -56,6 +56,23 @@ static const char *const dense_op[O_COUNT] = {
     "ResourceApplyRMSProp",         "ResourceApplyRMSProp",  "ResourceApplyAdagrad",  "ResourceApplyAdadelta",
     "ResourceApplyFtrl",            "ResourceApplyFtrlV2",   "ResourceApplyProximalGradientDescent"};
 
+/* The loss "loss" = mean (regression, with a global step) or sum (no step) of
+ * (pred - target)^2; *train minimizes it with optimizer id, *init initializes the
+ * variables. */
+static vg_output minimize_squared_error(vg_graph *g, vg_output pred, vg_output target, bool regression, opt_id id,
+                                        vg_op **train, vg_op **init) {
+    vg_output d = vg_sub(g, pred, target, NULL);
+    vg_output sq = vg_mul(g, d, d, NULL);
+    vg_output loss = regression ? vg_reduce_mean(g, sq, NULL, -1, false, "loss")
+                                : vg_reduce_sum(g, sq, NULL, -1, false, "loss");
+    vg_optimizer *opt = make_opt(id);
+    vg_output step = regression ? vg_get_or_create_global_step(g) : (vg_output){NULL, 0};
+    *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, step, NULL);
+    vg_optimizer_free(opt);
+    *init = vg_global_variables_initializer(g);
+    return loss;
+}
+
 /* The linear regression y = x w + b on 4 fixed samples, w [3, 1], b [1]; the
  * variables are ref or resource ones with the same names and initial values. */
 typedef struct regression {
@@ -86,12 +103,7 @@ static regression build_regression(opt_id id, bool resource) {
         r.b_val = vg_variable_new(g, "b", bi, VG_VAR_TRAINABLE).read;
     }
     vg_output pred = vg_add(g, vg_matmul(g, x, r.w_val, false, false, NULL), r.b_val, NULL);
-    vg_output d = vg_sub(g, pred, y, NULL);
-    r.loss = vg_reduce_mean(g, vg_mul(g, d, d, NULL), NULL, -1, false, "loss");
-    vg_optimizer *opt = make_opt(id);
-    r.train = vg_optimizer_minimize(opt, g, r.loss, NULL, 0, vg_get_or_create_global_step(g), NULL);
-    vg_optimizer_free(opt);
-    r.init = vg_global_variables_initializer(g);
+    r.loss = minimize_squared_error(g, pred, y, true, id, &r.train, &r.init);
     return r;
 }
 
@@ -222,12 +234,7 @@ static embedding build_embedding(opt_id id, bool resource) {
         rows = vg_gather(g, e.read, ix, 0, NULL);
     }
     vg_output tgt = vg_const_array(g, VG_FLOAT, (int64_t[]){3, 2}, 2, (float[]){1, -1, 0.5f, 2, 1, -1}, "tgt");
-    vg_output d = vg_sub(g, rows, tgt, NULL);
-    m.loss = vg_reduce_sum(g, vg_mul(g, d, d, NULL), NULL, -1, false, "loss");
-    vg_optimizer *opt = make_opt(id);
-    m.train = vg_optimizer_minimize(opt, g, m.loss, NULL, 0, (vg_output){NULL, 0}, NULL);
-    vg_optimizer_free(opt);
-    m.init = vg_global_variables_initializer(g);
+    m.loss = minimize_squared_error(g, rows, tgt, false, id, &m.train, &m.init);
     return m;
 }
 
