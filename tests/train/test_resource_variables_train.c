@@ -73,18 +73,25 @@ static vg_output minimize_squared_error(vg_graph *g, vg_output pred, vg_output t
     return loss;
 }
 
+/* A model trained on a squared error in its own graph: the variables' values (w and b
+ * of the regression, e of the embedding), the loss, the train op and the initializer. */
+typedef struct sq_model {
+    vg_graph *g;
+    vg_output w_val, b_val, e_val, loss;
+    vg_op *train, *init;
+} sq_model;
+
+static sq_model sq_model_new(void) {
+    sq_model m;
+    memset(&m, 0, sizeof m);
+    m.g = vg_graph_new();
+    return m;
+}
+
 /* The linear regression y = x w + b on 4 fixed samples, w [3, 1], b [1]; the
  * variables are ref or resource ones with the same names and initial values. */
-typedef struct regression {
-    vg_graph *g;
-    vg_output w_val, b_val, loss;
-    vg_op *train, *init;
-} regression;
-
-static regression build_regression(opt_id id, bool resource) {
-    regression r;
-    memset(&r, 0, sizeof r);
-    r.g = vg_graph_new();
+static sq_model build_regression(opt_id id, bool resource) {
+    sq_model r = sq_model_new();
     vg_graph *g = r.g;
     static const float xs[12] = {1, 2, 0.5f, -1, 0, 2, 0.3f, -0.7f, 1, 2, 1, -1};
     static const float ys[4] = {3, 1, 0.5f, 2.5f};
@@ -108,7 +115,7 @@ static regression build_regression(opt_id id, bool resource) {
 }
 
 /* Trains `steps` steps; w (3), b (1) and the first and last loss come back in out. */
-static bool train_regression(regression *r, int steps, float *out) {
+static bool train_regression(sq_model *r, int steps, float *out) {
     vg_status st;
     vg_session *s = new_session(r->g);
     if (!s) return false;
@@ -138,7 +145,7 @@ static bool train_regression(regression *r, int steps, float *out) {
  * numbers as over ref variables, for every optimizer. */
 static void test_rvt__minimize_matches_ref(void) {
     for (int id = 0; id < O_COUNT; id++) {
-        regression ref = build_regression((opt_id)id, false), res = build_regression((opt_id)id, true);
+        sq_model ref = build_regression((opt_id)id, false), res = build_regression((opt_id)id, true);
         CHECK(ref.train != NULL && res.train != NULL);
         if (!ref.train || !res.train) {
             vg_status st;
@@ -183,7 +190,7 @@ static void test_rvt__minimize_matches_ref(void) {
 /* Adam's beta powers follow the first variable: resource ones, multiplied per step. */
 static void test_rvt__adam_beta_powers(void) {
     vg_status st;
-    regression r = build_regression(O_ADAM, true);
+    sq_model r = build_regression(O_ADAM, true);
     vg_op *bp = vg_graph_op_by_name(r.g, "beta1_power");
     CHECK(bp && vg_is_resource_variable(vg_out(bp, 0)));
     if (!bp) {
@@ -208,16 +215,8 @@ static void test_rvt__adam_beta_powers(void) {
 /* An embedding read with sparse_read (resource) or Gather (ref) under each optimizer:
  * the sparse updates (ResourceSparseApply*, ResourceScatterAdd for GradientDescent)
  * give the ref path's numbers and leave unread rows alone. */
-typedef struct embedding {
-    vg_graph *g;
-    vg_output e_val, loss;
-    vg_op *train, *init;
-} embedding;
-
-static embedding build_embedding(opt_id id, bool resource) {
-    embedding m;
-    memset(&m, 0, sizeof m);
-    m.g = vg_graph_new();
+static sq_model build_embedding(opt_id id, bool resource) {
+    sq_model m = sq_model_new();
     vg_graph *g = m.g;
     float e0[10];
     for (int i = 0; i < 10; i++) e0[i] = 0.1f * (float)(i + 1) - 0.45f;
@@ -238,7 +237,7 @@ static embedding build_embedding(opt_id id, bool resource) {
     return m;
 }
 
-static bool train_embedding(embedding *m, int steps, float *e_out, float *loss_out) {
+static bool train_embedding(sq_model *m, int steps, float *e_out, float *loss_out) {
     vg_status st;
     vg_session *s = new_session(m->g);
     if (!s) return false;
@@ -265,7 +264,7 @@ static void test_rvt__sparse_matches_ref(void) {
         "ResourceSparseApplyAdagrad", "ResourceSparseApplyAdadelta", "ResourceSparseApplyFtrl",
         "ResourceSparseApplyFtrlV2",  "ResourceSparseApplyProximalGradientDescent"};
     for (int id = 0; id < O_COUNT; id++) {
-        embedding ref = build_embedding((opt_id)id, false), res = build_embedding((opt_id)id, true);
+        sq_model ref = build_embedding((opt_id)id, false), res = build_embedding((opt_id)id, true);
         CHECK(ref.train != NULL && res.train != NULL);
         if (!ref.train || !res.train) {
             vg_graph_free(ref.g);
