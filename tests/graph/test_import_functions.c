@@ -121,10 +121,7 @@ static void test_partitioned_call(void) {
         CHECK_NEAR(b[0], 9, 0);
         CHECK_NEAR(b[1], 1, 0);
     }
-    vg_tensor_free(o[0]);
-    vg_tensor_free(o[1]);
-    vg_tensor_free(x);
-    free_session_graph(s, g);
+    kt_teardown(g, s, (vg_tensor *[]){o[0], o[1], x}, 3, NULL, 0);
 }
 
 static void test_gradient_through_call(void) {
@@ -142,10 +139,7 @@ static void test_gradient_through_call(void) {
         CHECK_NEAR(((const float *)vg_tensor_data(o[0]))[i], want_y[i], 0);
         CHECK_NEAR(((const float *)vg_tensor_data(o[1]))[i], want_d[i], 0);
     }
-    vg_tensor_free(o[0]);
-    vg_tensor_free(o[1]);
-    vg_tensor_free(x);
-    free_session_graph(s, g);
+    kt_teardown(g, s, (vg_tensor *[]){o[0], o[1], x}, 3, NULL, 0);
 }
 
 static void test_call_without_outputs_runs_body(void) {
