@@ -17,6 +17,7 @@
  *    writes a graph that loses the function. */
 #include "test_util.h"
 #include "kernels_fixture.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 
 /* Runs init, then reads int64 / int32 scalars of next's output 0 until the end. */
@@ -40,21 +41,11 @@ static void check_seq(const double *got, int n, const double *want, int nw) {
 }
 
 /* x -> x * captured */
-static vg_code times_k(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs;
-    outs[0] = vg_mul(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "k"), "mul");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(times_k, vg_mul(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "k"), "mul"))
 
 /* x -> x % 2 == 0 */
-static vg_code is_even(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_equal(fg, vg_floor_mod(fg, args[0], vg_const_i64(fg, 2, "two"), "mod"), vg_const_i64(fg, 0, "zero"),
-                       "eq");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(is_even,
+       vg_equal(fg, vg_floor_mod(fg, args[0], vg_const_i64(fg, 2, "two"), "mod"), vg_const_i64(fg, 0, "zero"), "eq"))
 
 /* x -> from_tensor_slices([x, x + 1]) */
 static vg_code pair(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
@@ -67,21 +58,11 @@ static vg_code pair(vg_graph *fg, const vg_output *args, int nargs, vg_output *o
 }
 
 /* y -> y + captured x (the enclosing flat_map's argument) */
-static vg_code plus_outer(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs;
-    outs[0] = vg_add(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "x"), "add");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(plus_outer, vg_add(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "x"), "add"))
 
 /* x -> range(0, 2).map(y -> y + x) */
-static vg_code nested(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_dataset_map(fg, vg_dataset_range(fg, 0, 2, 1, "inner_range"), plus_outer, (void *)&args[0],
-                             "inner_map");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(nested,
+       vg_dataset_map(fg, vg_dataset_range(fg, 0, 2, 1, "inner_range"), plus_outer, (void *)&args[0], "inner_map"))
 
 static vg_output pipeline(vg_graph *g) {
     vg_output k = vg_const_i64(g, 3, "k");
@@ -199,12 +180,7 @@ static void test_nested(void) {
 }
 
 /* x -> x * x, as TF's Dataset.range(10).map(lambda x: x * x) */
-static vg_code square(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_mul(fg, args[0], args[0], "mul");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(square, vg_mul(fg, args[0], args[0], "mul"))
 
 /* The FunctionDef TF 1.15 writes for it (tensorflow/core/data/standalone_test.cc's
  * kMapGraphProto) differs only by TF's Identity node on the output: signature
@@ -357,12 +333,7 @@ static vg_code tens(vg_graph *fg, const vg_output *args, int nargs, vg_output *o
 }
 
 /* (state, x) -> state + x */
-static vg_code sum_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_add(fg, args[0], args[1], "acc");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(sum_fn, vg_add(fg, args[0], args[1], "acc"))
 
 static void test_interleave_reduce(void) {
     vg_status st;
