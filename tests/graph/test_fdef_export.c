@@ -64,6 +64,23 @@ DS_FN1(plus_outer, vg_add(fg, args[0], vg_dataset_capture(fg, *(const vg_output 
 DS_FN1(nested,
        vg_dataset_map(fg, vg_dataset_range(fg, 0, 2, 1, "inner_range"), plus_outer, (void *)&args[0], "inner_map"))
 
+/* g's GraphDef as text (vg_free it; NULL, a failed check, when it cannot be written),
+ * its length in *len. */
+static char *graphdef_text(vg_graph *g, size_t *len) {
+    vg_status st;
+    char *txt = NULL;
+    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, len, &st), &st);
+    return txt;
+}
+
+/* g's GraphDef text contains each of want[0..n). */
+static void check_graphdef_text_has(vg_graph *g, const char *const *want, int n) {
+    size_t len = 0;
+    char *txt = graphdef_text(g, &len);
+    for (int i = 0; txt && i < n; i++) CHECK_STR_CONTAINS(txt, want[i]);
+    vg_free(txt);
+}
+
 static vg_output pipeline(vg_graph *g) {
     vg_output k = vg_const_i64(g, 3, "k");
     vg_output ds = vg_dataset_range(g, 0, 10, 1, "range");
@@ -119,9 +136,8 @@ static void test_roundtrip(void) {
     size_t ml = 0, gl = 0;
     CHECK_OK(vg_graph_to_meta_graph(g, NULL, &meta, &ml, &st), &st);
     CHECK_OK(vg_graph_to_graphdef(g, &gd, &gl, &st), &st);
-    char *txt = NULL;
     size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
+    char *txt = graphdef_text(g, &tl);
     if (meta) import_and_run(meta, ml, true, "flat_map", want, 10);
     if (gd) import_and_run(gd, gl, false, "flat_map", want, 10);
     if (txt) {
@@ -165,16 +181,13 @@ static void test_nested(void) {
     /* x = 0: 0 1, x = 1: 1 2, x = 2: 2 3 */
     const double want[] = {0, 1, 1, 2, 2, 3};
     if (meta) import_and_run(meta, ml, true, vg_op_name(ds.op), want, 6);
-    char *txt = NULL;
-    size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
-    if (txt) {
-        /* the inner map's FunctionDef captures the outer function's argument: its
-         * MapDataset node_def reads args_0 as its other_argument */
-        CHECK_STR_CONTAINS(txt, "name: \"__inference_Dataset_map_inner_map_");
-        CHECK_STR_CONTAINS(txt, "op: \"MapDataset\"\n      input: \"inner_range:handle:0\"\n      input: \"args_0\"");
-    }
-    vg_free(txt);
+    /* the inner map's FunctionDef captures the outer function's argument: its
+     * MapDataset node_def reads args_0 as its other_argument */
+    static const char *const want_text[2] = {
+        "name: \"__inference_Dataset_map_inner_map_",
+        "op: \"MapDataset\"\n      input: \"inner_range:handle:0\"\n      input: \"args_0\"",
+    };
+    check_graphdef_text_has(g, want_text, 2);
     vg_free(meta);
     vg_graph_free(g);
 }
@@ -191,9 +204,8 @@ static void test_golden_fields(void) {
     vg_graph *g = vg_graph_new();
     vg_dataset_map(g, vg_dataset_range(g, 0, 10, 1, "RangeDataset"), square, NULL, "MapDataset");
     CHECK_OK(vg_graph_status(g, &st), &st);
-    char *txt = NULL;
     size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
+    char *txt = graphdef_text(g, &tl);
     const char *want_attr = "  attr {\n    key: \"f\"\n    value {\n      func {\n"
                             "        name: \"__inference_Dataset_map_MapDataset_0\"\n      }\n    }\n  }\n";
     const char *want_lib =
@@ -403,14 +415,11 @@ static void test_parse_example(void) {
     vg_output ds = vg_dataset_concatenate(g, example_ds(g, 1, 10, 20, &st), example_ds(g, 2, 5, 6, &st), NULL);
     vg_dataset_map(g, ds, parse_fn, NULL, "parsed");
     CHECK_OK(vg_graph_status(g, &st), &st);
-    char *txt = NULL;
-    size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
-    if (txt) {
-        CHECK_STR_CONTAINS(txt, "input: \"parse:dense_values:0\"");
-        CHECK_STR_CONTAINS(txt, "input: \"parse:sparse_values:0\"");
-    }
-    vg_free(txt);
+    static const char *const want_text[2] = {
+        "input: \"parse:dense_values:0\"",
+        "input: \"parse:sparse_values:0\"",
+    };
+    check_graphdef_text_has(g, want_text, 2);
     void *meta = NULL;
     size_t ml = 0;
     CHECK_OK(vg_graph_to_meta_graph(g, NULL, &meta, &ml, &st), &st);
