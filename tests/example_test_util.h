@@ -77,4 +77,39 @@ static inline vg_checkpoint_reader *ex_open_ckpt(const char *dir, const char *re
     CHECK(r != NULL);
     return r;
 }
+
+/* Where the example programs are built (CMake passes VG_BINDIR; "." otherwise). */
+#ifndef VG_BINDIR
+#define VG_BINDIR "."
+#endif
+
+/* The examples' synthetic data: one xorshift64 step of *state (never 0), its next
+ * value; ex_urand: the next double uniform in [0, 1) (53 bits). */
+static inline uint64_t ex_xorshift(uint64_t *state) {
+    uint64_t s = *state;
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return *state = s;
+}
+static inline double ex_urand(uint64_t *state) { return (double)(ex_xorshift(state) >> 11) / 9007199254740992.0; }
+
+/* True when a file in dir has a name containing pattern (`ls dir | grep -q pattern`). */
+static inline bool ex_dir_has(const char *dir, const char *pattern) {
+    char cmd[1024], out[256];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '%s'", dir, pattern);
+    return ex_run(cmd, out, sizeof out, 0, NULL) == 0;
+}
+
+/* The scalar tensor name of checkpoint r as a double (vg_tensor_scalar); NAN, printed,
+ * when it cannot be read. */
+static inline double ex_ckpt_scalar(vg_checkpoint_reader *r, const char *name) {
+    vg_status st;
+    vg_tensor *t = vg_checkpoint_reader_read(r, name, &st);
+    if (!t) {
+        fprintf(stderr, "  checkpoint tensor %s: %s\n", name, st.msg);
+        return NAN;
+    }
+    double v = vg_tensor_scalar(t);
+    vg_tensor_free(t);
+    return v;
+}
 #endif

@@ -149,4 +149,53 @@ static inline void oom_check_run(long max, void *m, size_t msize, vg_code (*buil
     CHECK_EQ_INT(bad, 0);
     fprintf(stderr, "  run: %ld allocations exercised\n", n);
 }
+
+/* An OOM test program's main: the build drill (at least min_n allocations) and the run
+ * drill over one model, each reported "ok"/"FAIL" as RUN_TEST does; returns the exit
+ * status (TEST_MAIN_END's). */
+static inline int oom_test_main(long max, void *m, size_t msize, vg_code (*build)(vg_graph *g, void *m),
+                                bool (*complete)(const void *m), long min_n,
+                                vg_code (*run)(vg_graph *g, void *m, vg_session **s, vg_status *st)) {
+    int before = vg_test_failures;
+    oom_check_build(max, m, msize, build, complete, min_n);
+    fprintf(stderr, "%s oom build drill\n", vg_test_failures == before ? "ok  " : "FAIL");
+    before = vg_test_failures;
+    oom_check_run(max, m, msize, build, run);
+    fprintf(stderr, "%s oom run drill\n", vg_test_failures == before ? "ok  " : "FAIL");
+    TEST_MAIN_END();
+}
+
+/* The model of both OOM tests: a train op, the variables' initializer and the nfetch
+ * (1 or 2, set by build) outputs fetched after a training step. */
+typedef struct oom_model {
+    vg_op *train, *init;
+    vg_output fetch[2];
+    int nfetch;
+} oom_model;
+
+/* For oom_build_each's complete: every op of an oom_model is there. */
+static inline bool oom_model_complete(const void *mp) {
+    const oom_model *m = mp;
+    bool ok = m->train && m->init && m->nfetch > 0;
+    for (int i = 0; i < m->nfetch; i++) ok = ok && m->fetch[i].op;
+    return ok;
+}
+
+/* For oom_run_each's run: init, a training step and the fetches in a new session (*sp). */
+static inline vg_code oom_model_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
+    oom_model *m = mp;
+    return oom_session_steps(g, m->init, m->train, m->fetch, m->nfetch, sp, st);
+}
+
+/* The input both models start from: the float constant "x" = [[1, 2], [3, 4]]. */
+static inline vg_output oom_model_input(vg_graph *g) {
+    static const float xv[4] = {1, 2, 3, 4};
+    return vg_const_array(g, VG_FLOAT, (int64_t[]){2, 2}, 2, xv, "x");
+}
+
+/* The main of an OOM test over an oom_model built by build. */
+static inline int oom_model_main(long max, vg_code (*build)(vg_graph *g, void *m), long min_n) {
+    oom_model m;
+    return oom_test_main(max, &m, sizeof m, build, oom_model_complete, min_n, oom_model_steps);
+}
 #endif

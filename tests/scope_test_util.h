@@ -42,4 +42,18 @@ static inline const char *ns_probe(vg_graph *g, const char *name, char *buf, siz
     vg_graph_pop_scope(g);
     return buf;
 }
+
+/* A custom getter's "two variables under one name" half (TF's
+ * testGetterThatCreatesTwoVariablesAndSumsThem): out[i] is getter's variable
+ * "<a->name>/<i>", i = 0, 1, with a's other arguments. */
+static inline void get_two_sub_variables(vg_graph *g, vg_getter_fn getter, void *ctx, const vg_getter_args *a,
+                                         vg_variable out[2]) {
+    for (int i = 0; i < 2; i++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s/%d", a->name, i);
+        vg_getter_args b = *a;
+        b.name = name;
+        out[i] = getter(g, &b, ctx);
+    }
+}
 #endif

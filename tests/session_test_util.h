@@ -5,6 +5,7 @@
 #ifndef VG_SESSION_TEST_UTIL_H
 #define VG_SESSION_TEST_UTIL_H
 #include "test_util.h"
+#include <pthread.h>
 #include "vigil/vigil.h"
 #include <stdbool.h>
 #include <time.h>
@@ -251,4 +252,54 @@ static inline vg_code fetch_timeout(vg_session *s, const vg_output *f, vg_tensor
         for (int i = 0; i < n; i++) vg_tensor_free(tmp[i]);
     return rc;
 }
+
+/* The number of elements of o's value in s; -1 (a failed check) when the run fails. */
+static inline int64_t fetch_num_elements(vg_session *s, vg_output o) {
+    vg_tensor *t = fetch(s, o);
+    CHECK(t != NULL);
+    int64_t n = t ? vg_tensor_num_elements(t) : -1;
+    vg_tensor_free(t);
+    return n;
+}
+
+/* One thread of run_target_concurrently: runs target `runs` times, counting failures. */
+typedef struct tu_target_runner {
+    vg_session *s;
+    vg_op *target;
+    int runs, failures;
+} tu_target_runner;
+static inline void *tu_target_runner_main(void *arg) {
+    tu_target_runner *r = arg;
+    vg_status st;
+    for (int i = 0; i < r->runs; i++)
+        if (vg_session_run_targets(r->s, &r->target, 1, &st) != VG_OK) r->failures++;
+    return NULL;
+}
+
+/* Runs target on s from nthreads threads at once (at most 16), runs times on each; the
+ * number of runs that failed. */
+static inline int run_target_concurrently(vg_session *s, vg_op *target, int nthreads, int runs) {
+    pthread_t th[16];
+    tu_target_runner r[16];
+    int failures = 0;
+    if (nthreads > 16) nthreads = 16;
+    for (int i = 0; i < nthreads; i++) {
+        r[i] = (tu_target_runner){s, target, runs, 0};
+        pthread_create(&th[i], NULL, tu_target_runner_main, &r[i]);
+    }
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(th[i], NULL);
+        failures += r[i].failures;
+    }
+    return failures;
+}
+
+/* Element 0 of the float32 x after init_and_fetch; NAN when it could not be fetched. */
+static inline double init_and_fetch_f32(vg_graph *g, vg_output x) {
+    vg_tensor *t = init_and_fetch(g, x);
+    double v = t ? ((const float *)vg_tensor_data(t))[0] : NAN;
+    vg_tensor_free(t);
+    return v;
+}
+
 #endif

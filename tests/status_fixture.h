@@ -47,4 +47,21 @@ static inline void expect_code_msg_at(const char *file, int line, const char *wh
 #define EXPECT_CODE_MSG(expr, st, code, msg) \
     expect_code_msg_at(__FILE__, __LINE__, #expr, (int)(expr), (st), (code), (msg))
 
+
+/* Checks that a status st has code and (msg != NULL) a message that contains msg; each
+ * mismatch printed with the caller's file:line. */
+#define EXPECT_STATUS(st, code, msg) \
+    expect_code_msg_at(__FILE__, __LINE__, "the status", (int)(st)->code, (st), (code), (msg))
+
+/* Checks that a constructor refused: it returned got == NULL and set st's code to code.
+ * Use through EXPECT_REFUSED. */
+static inline void expect_refused_at(const char *file, int line, const void *got, const vg_status *st, vg_code code) {
+    if (got != NULL) {
+        fprintf(stderr, "%s:%d: got an object, expected NULL\n", file, line);
+        vg_test_failures++;
+    }
+    expect_code_msg_at(file, line, "the status", (int)st->code, st, code, NULL);
+}
+#define EXPECT_REFUSED(got, st, code) expect_refused_at(__FILE__, __LINE__, (got), (st), (code))
+
 #endif

@@ -72,4 +72,24 @@ static inline int tu_rmrf(const char *dir) {
     return nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+
+/* Writes text to path, replacing the file (a failed check when it cannot be opened). */
+static inline void tu_write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Whether path is a file holding exactly text (files up to 255 bytes). */
+static inline int tu_file_holds(const char *path, const char *text) {
+    char buf[256] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    return n == strlen(text) && memcmp(buf, text, n) == 0;
+}
+
 #endif

@@ -46,4 +46,13 @@ static inline void free_session_saver_graph(vg_session *s, vg_saver *sv, vg_grap
     vg_graph_free(g);
 }
 
+
+/* The usual end of a training test: frees s (may be NULL), then opt (may be NULL), then
+ * g. */
+static inline void free_session_optimizer_graph(vg_session *s, vg_optimizer *opt, vg_graph *g) {
+    vg_session_free(s);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
 #endif

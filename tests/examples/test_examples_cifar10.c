@@ -10,9 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
 #define DATA_DIR "/usr/share/datasets/fashion-mnist"
 
 static char g_dir[512];

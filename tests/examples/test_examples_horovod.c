@@ -13,10 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
-
 static char out[1 << 16];
 
 static int run(const char *cmd) { return ex_run(cmd, out, sizeof out, 0, NULL); }

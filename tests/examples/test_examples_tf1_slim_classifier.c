@@ -32,18 +32,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
-
 static char g_dir[512];
 static char g_out[1 << 21];
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static double urand(void) {
-    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
-    return (double)(rs >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return ex_urand(&rs); }
 
 /* ---- resnet_v1_50's variables, against resnet_v1.py ---- */
 static void test_resnet_v1_50_names(void) {

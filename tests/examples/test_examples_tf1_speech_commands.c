@@ -13,18 +13,11 @@
 #include <math.h>
 #include <unistd.h>
 
-#ifndef VG_BINDIR
-#define VG_BINDIR "."
-#endif
-
 static char g_dir[512];
 static char g_out[1 << 20];
 
 static uint64_t rs = 0x2545F4914F6CDD1Dull;
-static double urand(void) {
-    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
-    return (double)(rs >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return ex_urand(&rs); }
 
 /* a 16-bit mono PCM WAV, by hand */
 static int write_wav(const char *path, const float *x, int n, int rate) {
@@ -196,9 +189,7 @@ static void test_speech_commands_train(void) {
             if (strcmp(name, expected[i]) != 0) fprintf(stderr, "  key %d: %s, expected %s\n", i, name, expected[i]);
             CHECK(strcmp(name, expected[i]) == 0);
         }
-        vg_tensor *gs = vg_checkpoint_reader_read(r, "global_step", &st);
-        CHECK(gs && *(const int64_t *)vg_tensor_data(gs) == TOTAL_STEPS);
-        vg_tensor_free(gs);
+        CHECK(ex_ckpt_scalar(r, "global_step") == TOTAL_STEPS);
         /* first_weights [20, 8, 1, 64]: conv filter 20 (time) x 8 (frequency) */
         vg_tensor *w = vg_checkpoint_reader_read(r, "first_weights", &st);
         CHECK(w && vg_tensor_num_elements(w) == 20 * 8 * 64);

@@ -16,6 +16,8 @@
  *    of an older vigil); export never writes a graph that loses the function. (A
  *    window's flat_map, whose arguments are datasets, is written since: test_fdef_window.c.) */
 #include "test_util.h"
+#include "kernels_fixture.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 
 /* Runs init, then reads int64 / int32 scalars of next's output 0 until the end. */
@@ -39,21 +41,11 @@ static void check_seq(const double *got, int n, const double *want, int nw) {
 }
 
 /* x -> x * captured */
-static vg_code times_k(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs;
-    outs[0] = vg_mul(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "k"), "mul");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(times_k, vg_mul(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "k"), "mul"))
 
 /* x -> x % 2 == 0 */
-static vg_code is_even(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_equal(fg, vg_floor_mod(fg, args[0], vg_const_i64(fg, 2, "two"), "mod"), vg_const_i64(fg, 0, "zero"),
-                       "eq");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(is_even,
+       vg_equal(fg, vg_floor_mod(fg, args[0], vg_const_i64(fg, 2, "two"), "mod"), vg_const_i64(fg, 0, "zero"), "eq"))
 
 /* x -> from_tensor_slices([x, x + 1]) */
 static vg_code pair(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
@@ -66,20 +58,27 @@ static vg_code pair(vg_graph *fg, const vg_output *args, int nargs, vg_output *o
 }
 
 /* y -> y + captured x (the enclosing flat_map's argument) */
-static vg_code plus_outer(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs;
-    outs[0] = vg_add(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "x"), "add");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(plus_outer, vg_add(fg, args[0], vg_dataset_capture(fg, *(const vg_output *)p, "x"), "add"))
 
 /* x -> range(0, 2).map(y -> y + x) */
-static vg_code nested(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_dataset_map(fg, vg_dataset_range(fg, 0, 2, 1, "inner_range"), plus_outer, (void *)&args[0],
-                             "inner_map");
-    *nouts = 1;
-    return VG_OK;
+DS_FN1(nested,
+       vg_dataset_map(fg, vg_dataset_range(fg, 0, 2, 1, "inner_range"), plus_outer, (void *)&args[0], "inner_map"))
+
+/* g's GraphDef as text (vg_free it; NULL, a failed check, when it cannot be written),
+ * its length in *len. */
+static char *graphdef_text(vg_graph *g, size_t *len) {
+    vg_status st;
+    char *txt = NULL;
+    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, len, &st), &st);
+    return txt;
+}
+
+/* g's GraphDef text contains each of want[0..n). */
+static void check_graphdef_text_has(vg_graph *g, const char *const *want, int n) {
+    size_t len = 0;
+    char *txt = graphdef_text(g, &len);
+    for (int i = 0; txt && i < n; i++) CHECK_STR_CONTAINS(txt, want[i]);
+    vg_free(txt);
 }
 
 static vg_output pipeline(vg_graph *g) {
@@ -137,9 +136,8 @@ static void test_roundtrip(void) {
     size_t ml = 0, gl = 0;
     CHECK_OK(vg_graph_to_meta_graph(g, NULL, &meta, &ml, &st), &st);
     CHECK_OK(vg_graph_to_graphdef(g, &gd, &gl, &st), &st);
-    char *txt = NULL;
     size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
+    char *txt = graphdef_text(g, &tl);
     if (meta) import_and_run(meta, ml, true, "flat_map", want, 10);
     if (gd) import_and_run(gd, gl, false, "flat_map", want, 10);
     if (txt) {
@@ -183,27 +181,19 @@ static void test_nested(void) {
     /* x = 0: 0 1, x = 1: 1 2, x = 2: 2 3 */
     const double want[] = {0, 1, 1, 2, 2, 3};
     if (meta) import_and_run(meta, ml, true, vg_op_name(ds.op), want, 6);
-    char *txt = NULL;
-    size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
-    if (txt) {
-        /* the inner map's FunctionDef captures the outer function's argument: its
-         * MapDataset node_def reads args_0 as its other_argument */
-        CHECK_STR_CONTAINS(txt, "name: \"__inference_Dataset_map_inner_map_");
-        CHECK_STR_CONTAINS(txt, "op: \"MapDataset\"\n      input: \"inner_range:handle:0\"\n      input: \"args_0\"");
-    }
-    vg_free(txt);
+    /* the inner map's FunctionDef captures the outer function's argument: its
+     * MapDataset node_def reads args_0 as its other_argument */
+    static const char *const want_text[2] = {
+        "name: \"__inference_Dataset_map_inner_map_",
+        "op: \"MapDataset\"\n      input: \"inner_range:handle:0\"\n      input: \"args_0\"",
+    };
+    check_graphdef_text_has(g, want_text, 2);
     vg_free(meta);
     vg_graph_free(g);
 }
 
 /* x -> x * x, as TF's Dataset.range(10).map(lambda x: x * x) */
-static vg_code square(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_mul(fg, args[0], args[0], "mul");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(square, vg_mul(fg, args[0], args[0], "mul"))
 
 /* The FunctionDef TF 1.15 writes for it (tensorflow/core/data/standalone_test.cc's
  * kMapGraphProto) differs only by TF's Identity node on the output: signature
@@ -214,9 +204,8 @@ static void test_golden_fields(void) {
     vg_graph *g = vg_graph_new();
     vg_dataset_map(g, vg_dataset_range(g, 0, 10, 1, "RangeDataset"), square, NULL, "MapDataset");
     CHECK_OK(vg_graph_status(g, &st), &st);
-    char *txt = NULL;
     size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
+    char *txt = graphdef_text(g, &tl);
     const char *want_attr = "  attr {\n    key: \"f\"\n    value {\n      func {\n"
                             "        name: \"__inference_Dataset_map_MapDataset_0\"\n      }\n    }\n  }\n";
     const char *want_lib =
@@ -307,8 +296,7 @@ static void test_unimplemented(void) {
     CHECK_OK(vg_graph_import_graph_def(g, old, strlen(old), NULL, &st), &st);
     void *b = NULL;
     size_t l = 0;
-    CHECK_CODE(vg_graph_to_graphdef(g, &b, &l, &st), VG_UNIMPLEMENTED);
-    CHECK_STR_CONTAINS(st.msg, "node 'm' (MapDataset)");
+    CHECK_STATUS(vg_graph_to_graphdef(g, &b, &l, &st), &st, VG_UNIMPLEMENTED, "node 'm' (MapDataset)");
     CHECK_STR_CONTAINS(st.msg, "vigil.dataset_fn:m");
     CHECK(b == NULL);
     vg_graph_free(g);
@@ -325,8 +313,7 @@ static void test_unimplemented(void) {
         "  attr { key: 'output_shapes' value { list { shape {} } } }\n"
         "  attr { key: 'output_types' value { list { type: DT_INT64 } } } }\n";
     g = vg_graph_new();
-    CHECK_CODE(vg_graph_import_graph_def(g, missing, strlen(missing), NULL, &st), VG_UNIMPLEMENTED);
-    CHECK_STR_CONTAINS(st.msg, "nowhere");
+    CHECK_STATUS(vg_graph_import_graph_def(g, missing, strlen(missing), NULL, &st), &st, VG_UNIMPLEMENTED, "nowhere");
     vg_graph_free(g);
 }
 
@@ -342,12 +329,7 @@ static vg_code tens(vg_graph *fg, const vg_output *args, int nargs, vg_output *o
 }
 
 /* (state, x) -> state + x */
-static vg_code sum_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_add(fg, args[0], args[1], "acc");
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(sum_fn, vg_add(fg, args[0], args[1], "acc"))
 
 static void test_interleave_reduce(void) {
     vg_status st;
@@ -417,14 +399,11 @@ static void test_parse_example(void) {
     vg_output ds = vg_dataset_concatenate(g, example_ds(g, 1, 10, 20, &st), example_ds(g, 2, 5, 6, &st), NULL);
     vg_dataset_map(g, ds, parse_fn, NULL, "parsed");
     CHECK_OK(vg_graph_status(g, &st), &st);
-    char *txt = NULL;
-    size_t tl = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
-    if (txt) {
-        CHECK_STR_CONTAINS(txt, "input: \"parse:dense_values:0\"");
-        CHECK_STR_CONTAINS(txt, "input: \"parse:sparse_values:0\"");
-    }
-    vg_free(txt);
+    static const char *const want_text[2] = {
+        "input: \"parse:dense_values:0\"",
+        "input: \"parse:sparse_values:0\"",
+    };
+    check_graphdef_text_has(g, want_text, 2);
     void *meta = NULL;
     size_t ml = 0;
     CHECK_OK(vg_graph_to_meta_graph(g, NULL, &meta, &ml, &st), &st);

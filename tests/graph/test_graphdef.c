@@ -30,9 +30,24 @@ typedef struct tnode {
     int nattrs;
 } tnode;
 
+/* A protobuf map entry (the message in field f): its key (field 1, a string, into key)
+ * and its value (field 2, bytes left in place: *val, *len). */
+static void parse_map_entry(const vg__pb_field *f, char *key, size_t keylen, const uint8_t **val, size_t *len) {
+    vg__pb_reader er;
+    vg__pb_field ef;
+    vg__pb_reader_init(&er, f->data, f->len);
+    while (vg__pb_next(&er, &ef, NULL) == VG_OK) {
+        if (ef.number == 1) copy_str(key, keylen, &ef);
+        else if (ef.number == 2) {
+            *val = ef.data;
+            *len = ef.len;
+        }
+    }
+}
+
 static bool parse_node(const uint8_t *p, size_t n, tnode *nd) {
-    vg__pb_reader r, er;
-    vg__pb_field f, ef;
+    vg__pb_reader r;
+    vg__pb_field f;
     memset(nd, 0, sizeof *nd);
     vg__pb_reader_init(&r, p, n);
     while (vg__pb_next(&r, &f, NULL) == VG_OK) {
@@ -42,14 +57,7 @@ static bool parse_node(const uint8_t *p, size_t n, tnode *nd) {
         else if (f.number == 4) copy_str(nd->device, sizeof nd->device, &f);
         else if (f.number == 5 && nd->nattrs < 16) {
             tattr *a = &nd->attrs[nd->nattrs++];
-            vg__pb_reader_init(&er, f.data, f.len);
-            while (vg__pb_next(&er, &ef, NULL) == VG_OK) {
-                if (ef.number == 1) copy_str(a->key, sizeof a->key, &ef);
-                else if (ef.number == 2) {
-                    a->val = ef.data;
-                    a->len = ef.len;
-                }
-            }
+            parse_map_entry(&f, a->key, sizeof a->key, &a->val, &a->len);
         }
     }
     return true;
@@ -328,8 +336,8 @@ typedef struct meta_info {
 } meta_info;
 
 static void parse_meta(const uint8_t *p, size_t n, meta_info *m) {
-    vg__pb_reader r, er;
-    vg__pb_field f, ef;
+    vg__pb_reader r;
+    vg__pb_field f;
     memset(m, 0, sizeof *m);
     vg__pb_reader_init(&r, p, n);
     while (vg__pb_next(&r, &f, NULL) == VG_OK) {
@@ -337,14 +345,7 @@ static void parse_meta(const uint8_t *p, size_t n, meta_info *m) {
         if (f.number == 2) { m->graph = f.data; m->graph_len = f.len; }
         if (f.number == 3) { m->saver = f.data; m->saver_len = f.len; }
         if (f.number == 4 && m->nkeys < 16) {
-            vg__pb_reader_init(&er, f.data, f.len);
-            while (vg__pb_next(&er, &ef, NULL) == VG_OK) {
-                if (ef.number == 1) copy_str(m->keys[m->nkeys], 64, &ef);
-                if (ef.number == 2) {
-                    m->coll[m->nkeys] = ef.data;
-                    m->coll_len[m->nkeys] = ef.len;
-                }
-            }
+            parse_map_entry(&f, m->keys[m->nkeys], 64, &m->coll[m->nkeys], &m->coll_len[m->nkeys]);
             m->nkeys++;
         }
     }

@@ -50,6 +50,15 @@ static void check_var(vg_graph *g, const char *name, int64_t d0, int64_t d1) {
     if (d1) CHECK_EQ_INT(s.dims[1], d1);
 }
 
+/* A new graph inside variable_scope(name, initializer=constant_initializer(0.5)) (the
+ * cell tests' setup; the scope stays open). */
+static vg_graph *graph_in_half_scope(const char *name) {
+    vg_graph *g = vg_graph_new();
+    vg_initializer half = vg_init_constant(0.5);
+    vg_variable_scope_push(g, name, &(vg_variable_scope_opts){.initializer = &half});
+    return g;
+}
+
 /* Issue 35 item 1: dynamic_rnn(MultiRNNCell([BasicLSTMCell(4), BasicLSTMCell(4)]), x)
  * inside variable_scope("model", reuse=AUTO_REUSE) makes TF's four variables
  * (rnn_cell_impl.MultiRNNCell.call's variable_scope("cell_%d"), base.py _set_scope),
@@ -141,9 +150,7 @@ static void test_cells_called_in_turn(void) {
  * (issue 35 item 2), the biases zeros; names root/multi_rnn_cell/cell_<i>/...; the only
  * global variables are those four. */
 static void test_basic_lstm_cell_scope_initializer(void) {
-    vg_graph *g = vg_graph_new();
-    vg_initializer half = vg_init_constant(0.5);
-    vg_variable_scope_push(g, "root", &(vg_variable_scope_opts){.initializer = &half});
+    vg_graph *g = graph_in_half_scope("root");
     vg_output x = cf(g, (int64_t[]){1, 2}, 2, (const float[]){1, 1});
     const float m01[4] = {0.1f, 0.1f, 0.1f, 0.1f};
     vg_output m[2] = {cf(g, (int64_t[]){1, 4}, 2, m01), cf(g, (int64_t[]){1, 4}, 2, m01)};
@@ -283,9 +290,7 @@ static void test_basic_rnn_cell_not_trainable(void) {
 /* core_rnn_cell_test.py testResidualWrapper: after reuse_variables(), ResidualWrapper of
  * the same cell shares its variables (wrappers open no scope of their own). */
 static void test_residual_wrapper_shares(void) {
-    vg_graph *g = vg_graph_new();
-    vg_initializer half = vg_init_constant(0.5);
-    vg_variable_scope_push(g, "root", &(vg_variable_scope_opts){.initializer = &half});
+    vg_graph *g = graph_in_half_scope("root");
     vg_output x = cf(g, (int64_t[]){1, 3}, 2, (const float[]){1, 1, 1});
     vg_output m = cf(g, (int64_t[]){1, 3}, 2, (const float[]){0.1f, 0.1f, 0.1f});
     vg_rnn_cell *base = vg_gru_cell_new(3);
@@ -324,9 +329,7 @@ static void test_residual_wrapper_shares(void) {
  * DropoutWrapper(LSTMCell(3)) under the root scope's constant(0.5) initializer (the
  * variables made before vigil's loop still take it): outputs and final c as TF's. */
 static void test_dropout_wrapper_dynamic_rnn_initializer(void) {
-    vg_graph *g = vg_graph_new();
-    vg_initializer half = vg_init_constant(0.5);
-    vg_variable_scope_push(g, "root", &(vg_variable_scope_opts){.initializer = &half});
+    vg_graph *g = graph_in_half_scope("root");
     vg_output x = cf(g, (int64_t[]){2, 1, 3}, 3, (const float[]){2, 2, 2, 1, 1, 1});
     const float p1[3] = {0.1f, 0.1f, 0.1f};
     vg_output m[2] = {cf(g, (int64_t[]){1, 3}, 2, p1), cf(g, (int64_t[]){1, 3}, 2, p1)};
@@ -404,9 +407,7 @@ static void test_bidirectional_scopes(void) {
  * initializer (the scope's), bias constant_initializer(0.0) ("Initializer/Const"); the
  * cells' scopes "lstm_cell" and "lstm_fused_cell" in the current variable scope. */
 static void test_block_cells_scopes(void) {
-    vg_graph *g = vg_graph_new();
-    vg_initializer half = vg_init_constant(0.5);
-    vg_variable_scope_push(g, "blk", &(vg_variable_scope_opts){.initializer = &half});
+    vg_graph *g = graph_in_half_scope("blk");
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
     vg_rnn_cell *blk = vg_lstm_block_cell_new(2, 1.0f, 0, true);
     vg_output s0[2], o, n[2];

@@ -22,7 +22,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static char g_dir[64];
+#define TMPDIR_TAG "hostile"
+#include "tmpdir_util.h"
 
 static void path_in(char *out, size_t n, const char *sub, const char *name) {
     snprintf(out, n, "%s/%s/%s", g_dir, sub, name);
@@ -513,10 +514,7 @@ static void test_hostile__state_file_linear(void) {
 
 int main(void) {
     vg_log_set(NULL, NULL, VG_LOG_ERROR);
-    if (!tu_mkdtemp(g_dir, sizeof g_dir, "hostile")[0]) {
-        perror("mkdtemp");
-        return 1;
-    }
+    make_tmpdir();
     RUN_TEST(test_hostile__unusable_state_file_is_data_loss);
     RUN_TEST(test_hostile__idx_count_checked_before_allocation);
     RUN_TEST(test_hostile__bundle_sizes_checked_before_allocation);
@@ -529,6 +527,6 @@ int main(void) {
     RUN_TEST(test_hostile__special_files_rejected);
     RUN_TEST(test_hostile__output_index_range_checked);
     RUN_TEST(test_hostile__state_file_linear);
-    tu_rmrf(g_dir);
+    remove_tmpdir();
     TEST_MAIN_END();
 }

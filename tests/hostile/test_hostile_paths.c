@@ -28,25 +28,6 @@
 
 static char g_root[256]; /* /tmp/vg_hpaths_XXXXXX: holds ckpt/ (vigil's) and outside/ (not) */
 
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f) return;
-    fputs(text, f);
-    fclose(f);
-}
-
-/* Whether path is a regular file holding exactly text. */
-static bool holds(const char *path, const char *text) {
-    char buf[256];
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strcmp(buf, text) == 0;
-}
-
 static bool exists_l(const char *path) {
     struct stat sb;
     return lstat(path, &sb) == 0;
@@ -67,7 +48,7 @@ static void make_dirs(const char *sub, char *ck, char *out, size_t len) {
 static void make_victim_dirs(const char *sub, char *ck, char *out, size_t len, char *victim, size_t vlen) {
     make_dirs(sub, ck, out, len);
     snprintf(victim, vlen, "%s/victim", out);
-    write_text(victim, "victim");
+    tu_write_text(victim, "victim");
 }
 
 /* The three files of a (fake) checkpoint "<dir>/<name>", each holding "victim". */
@@ -76,7 +57,7 @@ static void plant_victim_ckpt(const char *dir, const char *name) {
     char p[700];
     for (int i = 0; i < 3; i++) {
         snprintf(p, sizeof p, "%s/%s%s", dir, name, suf[i]);
-        write_text(p, "victim");
+        tu_write_text(p, "victim");
     }
 }
 
@@ -86,7 +67,7 @@ static bool victim_ckpt_intact(const char *dir, const char *name) {
     bool ok = true;
     for (int i = 0; i < 3; i++) {
         snprintf(p, sizeof p, "%s/%s%s", dir, name, suf[i]);
-        ok = ok && holds(p, "victim");
+        ok = ok && tu_file_holds(p, "victim");
     }
     return ok;
 }
@@ -125,7 +106,7 @@ static void adopt_state(model *m, const char *ck, const char *const *paths, int 
     int k = snprintf(text, sizeof text, "model_checkpoint_path: \"%s\"\n", paths[n - 1]);
     for (int i = 0; i < n; i++) k += snprintf(text + k, sizeof text - (size_t)k, "all_model_checkpoint_paths: \"%s\"\n", paths[i]);
     snprintf(p, sizeof p, "%s/checkpoint", ck);
-    write_text(p, text);
+    tu_write_text(p, text);
     vg_checkpoint_state *cs = NULL;
     vg_status st;
     CHECK_OK(vg_get_checkpoint_state(ck, &cs, &st), &st);
@@ -205,12 +186,12 @@ static void test_hostile_paths__prune_through_planted_symlinks(void) {
     CHECK(symlink(out, p) == 0);
     /* model.ckpt-2 inside: its .index is a link to a file outside */
     snprintf(q, sizeof q, "%s/precious", out);
-    write_text(q, "victim");
+    tu_write_text(q, "victim");
     snprintf(p, sizeof p, "%s/model.ckpt-2.index", ck);
     CHECK(symlink(q, p) == 0);
     adopt_and_save_two(ck, (const char *[]){"sub/model.ckpt-1", "model.ckpt-2"}, 2, 3);
     CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
-    CHECK(holds(q, "victim"));
+    CHECK(tu_file_holds(q, "victim"));
     CHECK(!exists_l(p)); /* the planted link itself is gone (it was named like ours) */
 }
 
@@ -223,27 +204,27 @@ static void test_hostile_paths__recover_cleanup_stays_inside(void) {
     plant_victim_ckpt(out, "model.ckpt-100");
     plant_victim_ckpt(out, "model.ckpt-50"); /* an "orphan" older than the newest listed */
     snprintf(p, sizeof p, "%s/model.ckpt-100.index.tempstate0123456789abcdef", out);
-    write_text(p, "victim");
+    tu_write_text(p, "victim");
     snprintf(newest, sizeof newest, "%s/model.ckpt-100", out);
     model m;
     model_adopting(&m, 5, ck, (const char *[]){newest}, 1);
     CHECK(victim_ckpt_intact(out, "model.ckpt-50"));
     CHECK(victim_ckpt_intact(out, "model.ckpt-100"));
-    CHECK(holds(p, "victim"));
+    CHECK(tu_file_holds(p, "victim"));
     model_free(&m);
     /* the same through "..": ck/../outside */
     model_build(&m, 5);
     const char *rel[1] = {"../outside/model.ckpt-100"};
     adopt_state(&m, ck, rel, 1);
     CHECK(victim_ckpt_intact(out, "model.ckpt-50"));
-    CHECK(holds(p, "victim"));
+    CHECK(tu_file_holds(p, "victim"));
     model_free(&m);
     /* inside the directory the clean-up still works */
     plant_victim_ckpt(ck, "model.ckpt-100");
     plant_victim_ckpt(ck, "model.ckpt-50");
     char tmp_in[700];
     snprintf(tmp_in, sizeof tmp_in, "%s/model.ckpt-100.index.tempstate0123456789abcdef", ck);
-    write_text(tmp_in, "x");
+    tu_write_text(tmp_in, "x");
     model_build(&m, 5);
     const char *in[1] = {"model.ckpt-100"};
     adopt_state(&m, ck, in, 1);
@@ -291,7 +272,7 @@ static void test_hostile_paths__event_file_never_follows_or_truncates(void) {
     }
     char old[800];
     event_name(old, sizeof old, ck, now + 5, "");
-    write_text(old, "old events");
+    tu_write_text(old, "old events");
     vg_status st;
     vg__event_writer *w = vg__event_writer_open(ck, NULL, &st);
     CHECK(w != NULL);
@@ -304,8 +285,8 @@ static void test_hostile_paths__event_file_never_follows_or_truncates(void) {
         }
         CHECK_OK(vg__event_writer_close(w, &st), &st);
     }
-    CHECK(holds(victim, "victim"));
-    CHECK(holds(old, "old events"));
+    CHECK(tu_file_holds(victim, "victim"));
+    CHECK(tu_file_holds(old, "old events"));
     /* the public writer (a summary writer reopened in the same second) likewise */
     vg_file_writer_options o = {0};
     o.filename_suffix = ".v2";
@@ -318,7 +299,7 @@ static void test_hostile_paths__event_file_never_follows_or_truncates(void) {
     CHECK(fw != NULL);
     if (fw) CHECK_OK(vg_file_writer_add_scalar(fw, "loss", 1.5, 1, &st), &st);
     vg_file_writer_free(fw);
-    CHECK(holds(victim, "victim"));
+    CHECK(tu_file_holds(victim, "victim"));
 }
 
 /* The saver writes .meta, .data, .index and `checkpoint` through new temporaries renamed
@@ -335,7 +316,7 @@ static void test_hostile_paths__saver_replaces_planted_symlinks(void) {
     model m;
     model_build(&m, 5);
     save_step(&m, ck, 1);
-    CHECK(holds(victim, "victim"));
+    CHECK(tu_file_holds(victim, "victim"));
     for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/%s", ck, names[i]);
         CHECK(is_regular(p));
@@ -358,11 +339,11 @@ static void test_hostile_paths__dir_lock_pid_file(void) {
         vg_status st;
         vg_dir_lock *lk = vg_checkpoint_dir_lock_acquire(ck, &st);
         CHECK(lk != NULL);
-        CHECK(holds(victim, "victim"));
-        CHECK(is_regular(pid) && holds(pid, want));
+        CHECK(tu_file_holds(victim, "victim"));
+        CHECK(is_regular(pid) && tu_file_holds(pid, want));
         vg_checkpoint_dir_lock_release(lk);
         CHECK(!exists_l(pid));
-        CHECK(holds(victim, "victim"));
+        CHECK(tu_file_holds(victim, "victim"));
     }
 }
 
@@ -452,14 +433,14 @@ static void test_hostile_paths__cli_outputs_never_follow_symlinks(void) {
     const char *a1[] = {"plot", ck, "-o", q, NULL};
     int rc = run_cli(a1); /* 0, or 1 without rsvg-convert / ImageMagick */
     CHECK(rc == 0 || rc == 1);
-    CHECK(holds(victim, "victim"));
+    CHECK(tu_file_holds(victim, "victim"));
     CHECK(rc != 0 || is_regular(q));
     /* -o X.svg through a symlink */
     snprintf(q, sizeof q, "%s/curves.svg", ck);
     CHECK(symlink(victim, q) == 0);
     const char *a2[] = {"plot", ck, "-o", q, NULL};
     CHECK_EQ_INT(run_cli(a2), 0);
-    CHECK(holds(victim, "victim"));
+    CHECK(tu_file_holds(victim, "victim"));
     CHECK(is_regular(q));
     /* vigil convert -o OUT through a symlink, both formats */
     char img[700], lab[700];
@@ -473,7 +454,7 @@ static void test_hostile_paths__cli_outputs_never_follow_symlinks(void) {
         CHECK(symlink(victim, q) == 0);
         const char *a3[] = {"convert", "--images", img, "--labels", lab, "-o", q, "--format", fmts[i], NULL};
         CHECK_EQ_INT(run_cli(a3), 0);
-        CHECK(holds(victim, "victim"));
+        CHECK(tu_file_holds(victim, "victim"));
         CHECK(is_regular(q));
     }
     snprintf(q, sizeof q, "%s/out.fixed", ck);
@@ -515,7 +496,7 @@ static void test_hostile_paths__cli_train_stays_inside(void) {
         "--save-checkpoint-steps", "2", "--save-summaries-steps", "0", "--log-step-count-steps", "0", "--threads", "1", NULL
     const char *a1[] = {TRAIN_ARGS("1")};
     CHECK_EQ_INT(run_cli(a1), 0);
-    CHECK(holds(victim, "victim"));
+    CHECK(tu_file_holds(victim, "victim"));
     /* the restart: a state file naming checkpoints outside as the oldest */
     plant_victim_ckpt(out, "model.ckpt-1");
     plant_victim_ckpt(out, "model.ckpt-2");
@@ -536,11 +517,11 @@ static void test_hostile_paths__cli_train_stays_inside(void) {
     CHECK(first_own[0] && exists_l(first_own));
     vg_checkpoint_state_free(cs);
     snprintf(p, sizeof p, "%s/checkpoint", ck);
-    write_text(p, text);
+    tu_write_text(p, text);
     const char *a2[] = {TRAIN_ARGS("3")};
     CHECK_EQ_INT(run_cli(a2), 0);
 #undef TRAIN_ARGS
-    CHECK(holds(victim, "victim"));
+    CHECK(tu_file_holds(victim, "victim"));
     CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
     CHECK(victim_ckpt_intact(out, "model.ckpt-2"));
     /* the run's own checkpoints still rotate: 5 listed (max_to_keep), the two outside

@@ -175,7 +175,7 @@ static void test_normal_sample_and_grad(void) {
     /* differing dtypes are refused at build time */
     n = vg_normal(g, vg_const_f32(g, 0, NULL), vg_const_f64(g, 1, NULL), false, NULL);
     CHECK(n == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 

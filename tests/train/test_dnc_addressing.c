@@ -6,6 +6,7 @@
  * batch_invert_permutation, batch_gather, reduce_prod). */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "kernels_fixture.h"
 #include "../examples/tf1/dnc/util.c"
 #include "../examples/tf1/dnc/addressing.c"
 
@@ -83,8 +84,7 @@ static void test_weighted_softmax(void) {
         for (int k = 0; k < N; k++) sum += exp(act[r * N + k]);
         for (int k = 0; k < N; k++) CHECK_NEAR(F(o)[r * N + k], exp(act[r * N + k]) / sum, 1e-5);
     }
-    vg_tensor_free(o);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, &o, 1, NULL, 0);
 }
 
 /* CosineWeightsTest.testShape / testValues */
@@ -263,8 +263,7 @@ static void test_precedence_weights(void) {
         CHECK_NEAR(F(o)[(0 * H + 1) * N + k], prev[(0 * H + 1) * N + k], 1e-6);
         CHECK_NEAR(F(o)[(1 * H + 2) * N + k], ww[(1 * H + 2) * N + k], 1e-6);
     }
-    vg_tensor_free(o);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, &o, 1, NULL, 0);
 }
 
 /* FreenessTest.testModule */
@@ -301,8 +300,7 @@ static void test_freeness_module(void) {
         CHECK_NEAR(F(o)[1 * N + 3], 1, 0);
         CHECK_NEAR(F(o)[2 * N + 4], 0, 0);
     }
-    vg_tensor_free(o);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, &o, 1, NULL, 0);
 }
 
 /* FreenessTest.testWriteAllocationWeights */
@@ -346,8 +344,7 @@ static void test_write_allocation_weights(void) {
             CHECK_NEAR(p[(1 * H + 1) * N + k], k == 3, 1e-3);
         }
     }
-    vg_tensor_free(o);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, &o, 1, NULL, 0);
 }
 
 /* FreenessTest.testAllocation: the largest allocation goes to the least used slot and
@@ -376,8 +373,7 @@ static void test_allocation(void) {
         CHECK_EQ_INT(umax, amin);
         CHECK_NEAR(s, 1, 0.01);
     }
-    vg_tensor_free(o);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, &o, 1, NULL, 0);
 }
 
 /* testAllocationGradient, testWriteAllocationWeightsGradient and the link update's

@@ -244,6 +244,32 @@ static vg_variable scalar_var(vg_graph *g, const char *name, double v, unsigned 
     return vg_variable_new(g, name, vg_const_f32(g, (float)v, NULL), flags);
 }
 
+/* ExponentialMovingAverage(0.25, zero_debias, name="foo") on g; the average names of
+ * x[0..3) must be want[0..3). */
+static vg_ema *ema_foo_checking_names(vg_graph *g, bool zero_debias, const vg_output x[3], const char *const want[3]) {
+    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), zero_debias, "foo");
+    for (int i = 0; i < 3; i++) {
+        char b[256];
+        const char *got = vg_ema_average_name(ema, x[i], b, sizeof b);
+        if (strcmp(got, want[i]) != 0) fprintf(stderr, "average name %s, expected %s\n", got, want[i]);
+        CHECK(strcmp(got, want[i]) == 0);
+    }
+    return ema;
+}
+
+/* variables_to_restore() of the names tests: the shadows of v0, v1 and add, the
+ * unaveraged v2 (want[3], mapped to the variable v2) and, with zero_debias, add's
+ * biased and local_step variables (want[4], want[5]). */
+static void check_restore_map(vg_ema *ema, const char *const want[6], bool zero_debias, vg_op *v2) {
+    vg_status st;
+    vg_name_map m;
+    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
+    check_keys(&m, want, zero_debias ? 6 : 4);
+    for (int i = 0; i < m.n; i++)
+        if (!strcmp(m.names[i], want[3])) CHECK(m.vars[i].op == v2);
+    vg_name_map_free(&m);
+}
+
 /* moving_averages_test.py averageVariablesNamesHelper (testAverageVariablesNames,
  * testAverageVariablesNamesNoDebias): ema "foo" over v0, v1 and tensor2 = v0 + v1. */
 static void check_names(bool zero_debias) {
@@ -251,27 +277,14 @@ static void check_names(bool zero_debias) {
     vg_variable v0 = scalar_var(g, "v0", 10, VG_VAR_TRAINABLE), v1 = scalar_var(g, "v1", 30, VG_VAR_TRAINABLE);
     vg_variable v2 = scalar_var(g, "v2", 20, 0);
     vg_output t2 = vg_add(g, v0.read, v1.read, "add");
-    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), zero_debias, "foo");
-    char b0[256], b1[256], b2[256];
-    CHECK(strcmp(vg_ema_average_name(ema, v0.ref, b0, sizeof b0), "v0/foo") == 0);
-    CHECK(strcmp(vg_ema_average_name(ema, v1.ref, b1, sizeof b1), "v1/foo") == 0);
-    CHECK(strcmp(vg_ema_average_name(ema, t2, b2, sizeof b2), "add/foo") == 0);
     vg_output vars[3] = {v0.ref, v1.ref, t2};
+    vg_ema *ema = ema_foo_checking_names(g, zero_debias, vars, (const char *const[3]){"v0/foo", "v1/foo", "add/foo"});
+    char b0[256], b1[256], b2[256];
     CHECK(vg_ema_apply(ema, vars, 3) != NULL);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_name_map m;
-    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
-    if (zero_debias) {
-        const char *want[6] = {"v0/foo", "v1/foo", "add/foo", "v2", "add/foo/biased", "add/foo/local_step"};
-        check_keys(&m, want, 6);
-    } else {
-        const char *want[4] = {"v0/foo", "v1/foo", "add/foo", "v2"};
-        check_keys(&m, want, 4);
-    }
-    for (int i = 0; i < m.n; i++)
-        if (!strcmp(m.names[i], "v2")) CHECK(m.vars[i].op == v2.var);
-    vg_name_map_free(&m);
+    static const char *const want[6] = {"v0/foo", "v1/foo", "add/foo", "v2", "add/foo/biased", "add/foo/local_step"};
+    check_restore_map(ema, want, zero_debias, v2.var);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v0.ref).op), vg_ema_average_name(ema, v0.ref, b0, sizeof b0)) == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v1.ref).op), vg_ema_average_name(ema, v1.ref, b1, sizeof b1)) == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, t2).op), vg_ema_average_name(ema, t2, b2, sizeof b2)) == 0);
@@ -297,29 +310,18 @@ static void check_names_scope(bool zero_debias) {
     vg_variable_scope_pop(g);
     CHECK(strcmp(vg_op_name(v0.var), "scope1/v0") == 0 && strcmp(vg_op_name(t2.op), "scope1/add") == 0);
     vg_variable_scope_push(g, "scope2", NULL);
-    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), zero_debias, "foo");
-    char b0[256], b1[256], b2[256];
-    CHECK(strcmp(vg_ema_average_name(ema, v0.ref, b0, sizeof b0), "scope2/scope1/v0/foo") == 0);
-    CHECK(strcmp(vg_ema_average_name(ema, v1.ref, b1, sizeof b1), "scope2/scope1/v1/foo") == 0);
-    CHECK(strcmp(vg_ema_average_name(ema, t2, b2, sizeof b2), "scope2/scope1/add/foo") == 0);
     vg_output vars[3] = {v0.ref, v1.ref, t2};
+    static const char *const avg[3] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo"};
+    vg_ema *ema = ema_foo_checking_names(g, zero_debias, vars, avg);
+    char b2[256];
     vg_op *up = vg_ema_apply(ema, vars, 3);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
     CHECK(up && strcmp(vg_op_name(up), "scope2/foo") == 0);
-    vg_name_map m;
-    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
-    if (zero_debias) {
-        const char *want[6] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo", "scope1/v2",
-                               "scope2/scope2/scope1/add/foo/biased", "scope2/scope2/scope1/add/foo/local_step"};
-        check_keys(&m, want, 6);
-    } else {
-        const char *want[4] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo", "scope1/v2"};
-        check_keys(&m, want, 4);
-    }
-    for (int i = 0; i < m.n; i++)
-        if (!strcmp(m.names[i], "scope1/v2")) CHECK(m.vars[i].op == v2.var);
-    vg_name_map_free(&m);
+    static const char *const want[6] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo",
+                                        "scope1/v2", "scope2/scope2/scope1/add/foo/biased",
+                                        "scope2/scope2/scope1/add/foo/local_step"};
+    check_restore_map(ema, want, zero_debias, v2.var);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v0.ref).op), "scope2/scope1/v0/foo") == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, v1.ref).op), "scope2/scope1/v1/foo") == 0);
     CHECK(strcmp(vg_op_name(vg_ema_average(ema, t2).op), "scope2/scope1/add/foo") == 0);

@@ -5,6 +5,8 @@
  * read back with the io layer's event reader. */
 #include "io/io.h"
 #include "test_util.h"
+#include "kernels_fixture.h"
+#include "status_fixture.h"
 #include "vigil/summary.h"
 #include "vigil/vigil.h"
 #include <ctype.h>
@@ -83,10 +85,11 @@ static bool summary_scalar(const event *ev, const char *tag, double value) {
     return v.tag_len == strlen(tag) && !memcmp(v.tag, tag, v.tag_len) && v.has_scalar && v.scalar == value;
 }
 
-static char g_root[64];
+#define TMPDIR_TAG "file_writer"
+#include "tmpdir_util.h"
 
 static char *make_dir(const char *name, char *buf, size_t len) {
-    snprintf(buf, len, "%s/%s", g_root, name);
+    snprintf(buf, len, "%s/%s", g_dir, name);
     return buf;
 }
 
@@ -169,8 +172,7 @@ static void test_file_writer__events_in_order(void) {
     CHECK_OK(vg_file_writer_add_session_log(w, VG_SESSION_LOG_STOP, NULL, NULL, 5, &st), &st);
     vg_run_metadata *md = vg_run_metadata_new();
     CHECK_OK(vg_file_writer_add_run_metadata(w, md, "step_6", 6, &st), &st);
-    CHECK_EQ_INT(vg_file_writer_add_run_metadata(w, md, "step_6", 7, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "already used");
+    CHECK_STATUS(vg_file_writer_add_run_metadata(w, md, "step_6", 7, &st), &st, VG_INVALID_ARGUMENT, "already used");
     vg_run_metadata_free(md);
     CHECK_OK(vg_file_writer_add_meta_graph(w, "\x0a\x00", 2, 7, &st), &st);
     vg_graph *g = vg_graph_new();
@@ -328,8 +330,7 @@ static void test_file_writer__cache(void) {
     snprintf(path, sizeof path, "%s", w1 ? vg_file_writer_path(w1) : "");
     vg_file_writer_cache_clear(); /* flushes and frees */
     CHECK_EQ_INT(count_events(path), 2);
-    CHECK(vg_file_writer_cache_get(NULL, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_cache_get(NULL, &st), &st, VG_INVALID_ARGUMENT);
     vg_file_writer_cache_clear();
 }
 
@@ -353,11 +354,9 @@ static void test_file_writer__bad_dirs_and_options(void) {
         mkdir(ro, 0555);
         chmod(ro, 0555);
         CHECK(vg_file_writer_new(ro, NULL, &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_PERMISSION_DENIED);
-        CHECK_STR_CONTAINS(st.msg, ro);
+        EXPECT_STATUS(&st, VG_PERMISSION_DENIED, ro);
         snprintf(dir, sizeof dir, "%s/sub", ro);
-        CHECK(vg_file_writer_new(dir, NULL, &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_PERMISSION_DENIED);
+        EXPECT_REFUSED(vg_file_writer_new(dir, NULL, &st), &st, VG_PERMISSION_DENIED);
         chmod(ro, 0755);
     } else {
         /* root ignores mode bits; sysfs refuses new entries (EPERM) */
@@ -370,14 +369,11 @@ static void test_file_writer__bad_dirs_and_options(void) {
 
     vg_file_writer_options o = {0};
     o.max_queue = -1;
-    CHECK(vg_file_writer_new(g_root, &o, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(g_dir, &o, &st), &st, VG_INVALID_ARGUMENT);
     o.max_queue = 1;
     o.flush_secs = -1;
-    CHECK(vg_file_writer_new(g_root, &o, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK(vg_file_writer_new(NULL, NULL, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(g_dir, &o, &st), &st, VG_INVALID_ARGUMENT);
+    EXPECT_REFUSED(vg_file_writer_new(NULL, NULL, &st), &st, VG_INVALID_ARGUMENT);
     CHECK_EQ_INT(vg_file_writer_flush(NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_EQ_INT(vg_file_writer_add_scalar(NULL, "x", 1, 1, &st), VG_INVALID_ARGUMENT);
 }
@@ -401,8 +397,7 @@ static void test_file_writer__write_error_reported(void) {
     vg_status st;
     /* explicit flush: the error comes back from it */
     CHECK_OK(vg_file_writer_add_scalar(w, tag, 1, 1, &st), &st);
-    CHECK_EQ_INT(vg_file_writer_flush(w, &st), VG_RESOURCE_EXHAUSTED);
-    CHECK_STR_CONTAINS(st.msg, path);
+    CHECK_STATUS(vg_file_writer_flush(w, &st), &st, VG_RESOURCE_EXHAUSTED, path);
     /* the file's first error sticks (a torn record): later calls keep failing */
     CHECK_EQ_INT(vg_file_writer_flush(w, &st), VG_RESOURCE_EXHAUSTED);
     /* background flush: the next call reports it */
@@ -551,10 +546,7 @@ static void test_file_writer__alloc_failures(void) {
 }
 
 int main(void) {
-    if (!tu_mkdtemp(g_root, sizeof g_root, "file_writer")[0]) {
-        perror("mkdtemp");
-        return 1;
-    }
+    make_tmpdir();
     RUN_TEST(test_file_writer__name_and_first_record);
     RUN_TEST(test_file_writer__events_in_order);
     RUN_TEST(test_file_writer__max_queue);
@@ -567,6 +559,6 @@ int main(void) {
     RUN_TEST(test_file_writer__threads);
     RUN_TEST(test_file_writer__metadata_once);
     RUN_TEST(test_file_writer__alloc_failures);
-    if (tu_rmrf(g_root) != 0) fprintf(stderr, "could not remove %s\n", g_root);
+    if (tu_rmrf(g_dir) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
     TEST_MAIN_END();
 }

@@ -15,16 +15,32 @@ static vg_output size2(vg_graph *g, int h, int w) {
     return vg_const_i32_vec(g, s, 2, NULL);
 }
 
+/* ResizeNearestNeighbor (nn) or ResizeBilinear of x to [h, w]. */
+static vg_output resize(vg_graph *g, bool nn, vg_output x, int h, int w, bool align_corners, bool half_pixel) {
+    return nn ? vg_resize_nearest_neighbor(g, x, size2(g, h, w), align_corners, half_pixel, NULL)
+              : vg_resize_bilinear(g, x, size2(g, h, w), align_corners, half_pixel, NULL);
+}
+
+/* The image [[1, 2], [3, 4]] (shape [1, 2, 2, 1], dtype dt) resized by nn or bilinear
+ * to 4x4 (legacy) must be up4, to 3x3 with align_corners up3, both of dtype dt; returns
+ * the image. */
+static vg_output check_resize_2x2(vg_graph *g, bool nn, vg_dtype dt, const double up4[16], const double up3[9]) {
+    static const int64_t d[4] = {1, 2, 2, 1}, o4[4] = {1, 4, 4, 1}, o3[4] = {1, 3, 3, 1};
+    static const double x[4] = {1, 2, 3, 4};
+    vg_output in = cst(g, dt, d, 4, x);
+    expect(run(g, resize(g, nn, in, 4, 4, false, false)), dt, o4, 4, up4);
+    expect(run(g, resize(g, nn, in, 3, 3, true, false)), dt, o3, 4, up3);
+    return in;
+}
+
 static void test_resize_bilinear_values(void) {
     vg_graph *g = vg_graph_new();
-    int64_t d[4] = {1, 2, 2, 1}, o4[4] = {1, 4, 4, 1}, o3[4] = {1, 3, 3, 1};
+    int64_t d[4] = {1, 2, 2, 1};
     double x[4] = {1, 2, 3, 4};
-    vg_output in = cst(g, VG_FLOAT, d, 4, x);
     /* legacy: source y = 0, .5, 1, 1.5 -> rows lerp, clamped at the edge */
-    double leg[16] = {1, 1.5, 2, 2, 2, 2.5, 3, 3, 3, 3.5, 4, 4, 3, 3.5, 4, 4};
-    expect(run(g, vg_resize_bilinear(g, in, size2(g, 4, 4), false, false, NULL)), VG_FLOAT, o4, 4, leg);
-    double al[9] = {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4};
-    expect(run(g, vg_resize_bilinear(g, in, size2(g, 3, 3), true, false, NULL)), VG_FLOAT, o3, 4, al);
+    static const double leg[16] = {1, 1.5, 2, 2, 2, 2.5, 3, 3, 3, 3.5, 4, 4, 3, 3.5, 4, 4};
+    static const double al[9] = {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4};
+    vg_output in = check_resize_2x2(g, false, VG_FLOAT, leg, al);
     /* half pixel: source = (i + .5) * .5 - .5 = -.25, .25, .75, 1.25 */
     double hp1[4] = {1, 1.25, 1.75, 2};
     vg_tensor *t = run(g, vg_resize_bilinear(g, in, size2(g, 4, 4), false, true, NULL));
@@ -34,7 +50,6 @@ static void test_resize_bilinear_values(void) {
     t = run(g, vg_resize_bilinear(g, cst(g, VG_UINT8, d, 4, x), size2(g, 3, 3), true, false, NULL));
     CHECK(t && vg_tensor_dtype(t) == VG_FLOAT);
     vg_tensor_free(t);
-    vg_status st;
     vg_resize_bilinear(g, in, size2(g, 3, 3), true, true, NULL);
     EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "If half_pixel_centers is True, align_corners must be False.");
     vg_graph_free(g);
@@ -45,20 +60,16 @@ static void test_resize_bilinear_values(void) {
     vg_graph_free(g);
     g = vg_graph_new();
     vg_resize_bilinear(g, cst(g, VG_FLOAT, d, 4, x), size2(g, 0, 3), false, false, NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
 static void test_resize_nn_values(void) {
     vg_graph *g = vg_graph_new();
-    int64_t d[4] = {1, 2, 2, 1}, o4[4] = {1, 4, 4, 1}, o3[4] = {1, 3, 3, 1};
-    double x[4] = {1, 2, 3, 4};
-    vg_output in = cst(g, VG_INT32, d, 4, x);
-    double leg[16] = {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
-    expect(run(g, vg_resize_nearest_neighbor(g, in, size2(g, 4, 4), false, false, NULL)), VG_INT32, o4, 4, leg);
+    static const double leg[16] = {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
     /* align_corners: scale .5, round(0, .5, 1) = 0, 0 (half to even? roundf: 1), 1 */
-    double al[9] = {1, 2, 2, 3, 4, 4, 3, 4, 4};
-    expect(run(g, vg_resize_nearest_neighbor(g, in, size2(g, 3, 3), true, false, NULL)), VG_INT32, o3, 4, al);
+    static const double al[9] = {1, 2, 2, 3, 4, 4, 3, 4, 4};
+    check_resize_2x2(g, true, VG_INT32, leg, al);
     /* downsizing 4x4 -> 2x2 legacy picks rows/cols 0 and 2 */
     int64_t d44[4] = {1, 4, 4, 1}, o2[4] = {1, 2, 2, 1};
     double big[16];
@@ -85,10 +96,7 @@ static void test_resize_grads(void) {
             for (int i = 0; i < 2 * cases[c].ih * cases[c].iw * 2; i++) v[i] = sin(i * 0.7) * 2;
             vg_tensor *xv;
             vg_output x = ph(g, VG_DOUBLE, d, 4, v, &xv);
-            vg_output y = nn ? vg_resize_nearest_neighbor(g, x, size2(g, cases[c].oh, cases[c].ow), cases[c].align,
-                                                          cases[c].hpc, NULL)
-                             : vg_resize_bilinear(g, x, size2(g, cases[c].oh, cases[c].ow), cases[c].align, cases[c].hpc,
-                                                  NULL);
+            vg_output y = resize(g, nn, x, cases[c].oh, cases[c].ow, cases[c].align, cases[c].hpc);
             if (!nn) y = vg_cast(g, y, VG_DOUBLE, NULL); /* bilinear outputs float */
             CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, y, 1e-3, 2e-3), 0);
             vg_tensor_free(xv);
@@ -207,7 +215,6 @@ static void test_flips_and_crops(void) {
     /* 4x4 -> 2x5: crop rows 1..2, pad width by 1 left... width diff 1: pad offset 0, one column on the right */
     double cp[10] = {4, 5, 6, 7, 0, 8, 9, 10, 11, 0};
     expect(run(g, vg_image_resize_with_crop_or_pad(g, big, 2, 5, NULL)), VG_FLOAT, d25, 3, cp);
-    vg_status st;
     vg_image_crop_to_bounding_box(g, big, 3, 0, 2, 2, NULL);
     EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "height must be >= target + offset.");
     vg_graph_free(g);
@@ -221,7 +228,7 @@ static void test_flips_and_crops(void) {
     vg_graph_free(g);
     g = vg_graph_new();
     vg_image_flip_left_right(g, cst(g, VG_FLOAT, d22, 2, x44), NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 

@@ -5,6 +5,8 @@
  * module with NumPy's reduce protocol (tests/data/pickle), write/read round trips,
  * Keras's file places and the errors. */
 #include "test_util.h"
+#include "kernels_fixture.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +44,7 @@ static void test_npz_written_by_python(void) {
             vg_tensor_free(x);
         }
         CHECK(vg_npz_get(z, "x_val", &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "x_val");
+        EXPECT_STATUS(&st, VG_NOT_FOUND, "x_val");
         vg_npz_close(z);
     }
 }
@@ -92,17 +93,14 @@ static void test_npz_round_trip_and_corruption(void) {
         CHECK(z != NULL);
         if (z) {
             CHECK(vg_npz_get(z, "a", &st) == NULL);
-            CHECK_EQ_INT(st.code, VG_DATA_LOSS);
-            CHECK_STR_CONTAINS(st.msg, "flipped.npz: member a.npy");
+            EXPECT_STATUS(&st, VG_DATA_LOSS, "flipped.npz: member a.npy");
             vg_npz_close(z);
         }
     }
     CHECK(vg_npz_parse("not a zip at all", 16, "junk.npz", &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "junk.npz");
+    EXPECT_STATUS(&st, VG_DATA_LOSS, "junk.npz");
     snprintf(path, sizeof path, "%s/none.npz", dir);
-    CHECK(vg_npz_open(path, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
+    EXPECT_REFUSED(vg_npz_open(path, &st), &st, VG_NOT_FOUND);
     /* the member size limit applies before allocating */
     vg_decode_limits l = vg_decode_limits_default();
     l.max_record_bytes = 100;
@@ -111,8 +109,7 @@ static void test_npz_round_trip_and_corruption(void) {
     CHECK(z != NULL);
     if (z) {
         CHECK(vg_npz_get(z, "x_train", &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_RESOURCE_EXHAUSTED);
-        CHECK_STR_CONTAINS(st.msg, "x_train.npy claims 2480 bytes");
+        EXPECT_STATUS(&st, VG_RESOURCE_EXHAUSTED, "x_train.npy claims 2480 bytes");
         vg_npz_close(z);
     }
     l = vg_decode_limits_default();
@@ -142,8 +139,7 @@ static void test_mnist_load_data(void) {
     const char *old = getenv("HOME");
     char *saved = old ? strdup(old) : NULL;
     setenv("HOME", home, 1);
-    CHECK_EQ_INT(vg_keras_mnist_load_data(NULL, &d, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "/.keras/datasets/mnist.npz not found");
+    CHECK_STATUS(vg_keras_mnist_load_data(NULL, &d, &st), &st, VG_NOT_FOUND, "/.keras/datasets/mnist.npz not found");
     CHECK_STR_CONTAINS(st.msg, "tf-keras-datasets/mnist.npz");
     CHECK(d.x_train == NULL);
     snprintf(sub, sizeof sub, "%s/.keras", home);
@@ -175,8 +171,7 @@ static void test_mnist_load_data(void) {
     const char *k = "x_train";
     const vg_tensor *tt = t;
     CHECK_OK(vg_npz_write(path, &k, &tt, 1, false, &st), &st);
-    CHECK_EQ_INT(vg_keras_mnist_load_data(path, &d, &st), VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "no array y_train");
+    CHECK_STATUS(vg_keras_mnist_load_data(path, &d, &st), &st, VG_DATA_LOSS, "no array y_train");
     vg_tensor_free(t);
     tu_rmrf(dir);
     CHECK_EQ_INT(vg_keras_mnist_load_data(NULL, NULL, &st), VG_INVALID_ARGUMENT);
@@ -212,8 +207,8 @@ static void test_fashion_mnist_load_data(void) {
     vg_keras_data_free(&d);
     char dir[256];
     tu_mkdtemp(dir, sizeof dir, "fashion");
-    CHECK_EQ_INT(vg_keras_fashion_mnist_load_data(dir, &d, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "train-labels-idx1-ubyte.gz not found");
+    CHECK_STATUS(vg_keras_fashion_mnist_load_data(dir, &d, &st), &st, VG_NOT_FOUND,
+                 "train-labels-idx1-ubyte.gz not found");
     tu_rmrf(dir);
 }
 
@@ -258,16 +253,14 @@ static void test_pickle_reader(void) {
         t = vg_pickle_dict_get(d, "count", &st);
         CHECK(t && *(int64_t *)vg_tensor_data(t) == 123456789012LL);
         vg_tensor_free(t);
-        CHECK(vg_pickle_dict_get(d, "nope", &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_NOT_FOUND);
+        EXPECT_REFUSED(vg_pickle_dict_get(d, "nope", &st), &st, VG_NOT_FOUND);
         vg_pickle_dict_free(d);
     }
     /* a pickle that would call something else is refused, not run */
     static const char evil[] = "\x80\x02" "cos\nsystem\nq\x00U\x05" "touchq\x01\x85q\x02Rq\x03.";
     vg_status st;
     CHECK(vg_pickle_dict_parse(evil, sizeof evil - 1, "evil.pkl", &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_UNIMPLEMENTED);
-    CHECK_STR_CONTAINS(st.msg, "os.system");
+    EXPECT_STATUS(&st, VG_UNIMPLEMENTED, "os.system");
     /* truncation anywhere is DATA_LOSS or a clean refusal, never a crash */
     FILE *f = fopen(PKL "/misc_p2.pkl", "rb");
     uint8_t buf[4096];
@@ -312,8 +305,7 @@ static void test_cifar10_load_data(void) {
     vg_keras_data_free(&d);
     char dir[256];
     tu_mkdtemp(dir, sizeof dir, "cifar");
-    CHECK_EQ_INT(vg_keras_cifar10_load_data(dir, &d, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "data_batch_1 not found");
+    CHECK_STATUS(vg_keras_cifar10_load_data(dir, &d, &st), &st, VG_NOT_FOUND, "data_batch_1 not found");
     CHECK(d.x_train == NULL);
     tu_rmrf(dir);
 }

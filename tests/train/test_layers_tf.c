@@ -4,6 +4,7 @@
  * and the wrong-rank errors naming the layer. (test_layers.c is the architecture test.) */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
@@ -97,9 +98,7 @@ static void test_dense_options_and_reuse(void) {
     vg_output x2 = vg_placeholder(g2, VG_FLOAT, (int64_t[]){-1, 2}, 2, "x");
     vg_layers_apply(g2, &c, x2, (vg_output){0});
     CHECK(vg_layers_apply(g2, &c, x2, (vg_output){0}).op == NULL);
-    vg_status st;
-    CHECK_EQ_INT(vg_graph_status(g2, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Variable fc/kernel already exists");
+    EXPECT_GRAPH_ERROR(g2, VG_INVALID_ARGUMENT, "Variable fc/kernel already exists");
     vg_graph_free(g2);
     /* reuse=True: shared variables, ops in "fc_1/"; no second regularization loss */
     c.reuse = VG_REUSE_TRUE;
@@ -167,9 +166,7 @@ static void test_object_form(void) {
     /* a different input size on the second call */
     vg_output x3 = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 3}, 2, "x3");
     CHECK(vg_layer_apply(a, g, x3, (vg_output){0}).op == NULL);
-    vg_status st;
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "expected axis -1 of input shape to have value 5");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "expected axis -1 of input shape to have value 5");
     vg_layer_free(a);
     vg_layer_free(b);
     vg_layer_free(h1);
@@ -489,16 +486,18 @@ static void test_layer_norm_values(void) {
     vg_graph_free(g);
 }
 
-static void expect_rank_error(vg_layer_kind kind, const int64_t *dims, int nd, const char *msg) {
+/* The layer c applied to a float placeholder of shape dims[nd] in a new graph builds
+ * nothing and fails the graph with INVALID_ARGUMENT naming msg. */
+static void expect_layer_error(vg_layer_config c, const int64_t *dims, int nd, const char *msg) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, dims, nd, "x");
-    vg_layer_config c = {.kind = kind};
-    c.units = 2;
     CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
-    vg_status st;
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, msg);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, msg);
     vg_graph_free(g);
+}
+
+static void expect_rank_error(vg_layer_kind kind, const int64_t *dims, int nd, const char *msg) {
+    expect_layer_error((vg_layer_config){.kind = kind, .units = 2}, dims, nd, msg);
 }
 
 static void test_errors(void) {
@@ -509,30 +508,14 @@ static void test_errors(void) {
     expect_rank_error(VG_LAYER_DENSE, (int64_t[]){5, -1}, 2, "The last dimension of the inputs to `Dense` should be defined");
     expect_rank_error(VG_LAYER_MAX_POOLING1D, (int64_t[]){2, 3, 4, 5}, 4, "layer max_pooling1d is incompatible");
     expect_rank_error(VG_LAYER_CONV1D, (int64_t[]){2, 3, -1}, 3, "The channel dimension of the inputs should be defined");
+    expect_layer_error((vg_layer_config){.kind = VG_LAYER_DROPOUT, .rate = 1.5, .name = "drop"}, (int64_t[]){2, 3}, 2,
+                       "layer drop: rate");
+    expect_layer_error((vg_layer_config){.kind = VG_LAYER_CONV2D, .units = 1, .padding = "full"},
+                       (int64_t[]){2, 3, 3, 1}, 4, "layer conv2d: padding");
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
-    vg_layer_config c = {.kind = VG_LAYER_DROPOUT};
-    c.rate = 1.5;
-    c.name = "drop";
-    CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
-    vg_status st;
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "layer drop: rate");
-    vg_graph_free(g);
-    g = vg_graph_new();
-    x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 3, 1}, 4, "x");
-    c = (vg_layer_config){.kind = VG_LAYER_CONV2D};
-    c.units = 1;
-    c.padding = "full";
-    CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "layer conv2d: padding");
-    vg_graph_free(g);
-    g = vg_graph_new();
-    x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
     CHECK(vg_layers_dropout(g, x, 0.5, vg_const_f32(g, 1, "notbool"), 0, NULL).op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "training must be a bool scalar");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "training must be a bool scalar");
     vg_graph_free(g);
 }
 
@@ -722,8 +705,7 @@ static void test_dilated_conv2d(void) {
     vg_tensor_free(xv);
     int32_t bad[4] = {0, 0, 0, 0};
     vg_space_to_batch_nd(g, x, bs, vg_const_array(g, VG_INT32, (int64_t[]){2, 2}, 2, bad, "bad"), NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "not divisible by block_shape");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "not divisible by block_shape");
     vg_graph_free(g);
 }
 

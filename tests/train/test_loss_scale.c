@@ -6,6 +6,8 @@
  * trained with dynamic scaling against its float32 twin, and allocation failures in
  * the build and the run. Values are hand-computed. */
 #include "test_util.h"
+#include "train_fixture.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "oom_util.h"
 #include "vigil/vigil.h"
@@ -34,7 +36,6 @@ static int64_t get_i64(vg_session *s, vg_output o) {
     return v;
 }
 
-static void init_all(vg_session *s, vg_graph *g) { run_target(s, vg_global_variables_initializer(g)); }
 
 /* Runs target with the scalar float32 k fed to ph. */
 static void run_fed(vg_session *s, vg_output ph, float k, vg_op *target) {
@@ -67,8 +68,7 @@ static void test_fixed_and_get(void) {
     vg_loss_scale_free(ls);
 
     CHECK(vg_fixed_loss_scale_new(0.5, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "loss_scale_value must be at least 1.");
+    EXPECT_STATUS(&st, VG_INVALID_ARGUMENT, "loss_scale_value must be at least 1.");
     ls = vg_loss_scale_get(g, "128", &st);
     CHECK(ls && !vg_loss_scale_is_dynamic(ls) && vg_loss_scale_initial(ls) == 128);
     vg_loss_scale_free(ls);
@@ -111,8 +111,7 @@ static dyn dyn_new(double initial, int64_t period, double mult) {
     if (!d.update) fprintf(stderr, "  %s\n", graph_msg(d.g));
     d.scale = vg_loss_scale_value(d.ls, d.g);
     d.steps = vg_read_variable_op(d.g, vg_loss_scale_good_steps(d.ls), VG_INT64, "steps");
-    d.s = new_session(d.g);
-    init_all(d.s, d.g);
+    d.s = initialized_session(d.g);
     return d;
 }
 
@@ -122,6 +121,20 @@ static void dyn_free(dyn *d) {
     vg_graph_free(d->g);
 }
 
+/* n updates of d, update i with k[i] fed (k NULL: 1, a finite gradient); after each,
+ * the scale must be exactly want[i] and the good steps steps[i] (steps NULL: 0).
+ * Frees d. */
+static void dyn_check_updates(dyn *d, const float *k, const float *want, const int64_t *steps, int n) {
+    for (int i = 0; i < n; i++) {
+        run_fed(d->s, d->k, k ? k[i] : 1.0f, d->update);
+        float got = get_f32(d->s, d->scale);
+        if (got != want[i]) fprintf(stderr, "  update %d: scale %.9g, expected %.9g\n", i, got, want[i]);
+        CHECK(got == want[i]);
+        CHECK_EQ_INT(get_i64(d->s, d->steps), steps ? steps[i] : 0);
+    }
+    dyn_free(d);
+}
+
 /* DynamicLossScaleTest.test_increase: initial 2, period 3, multiplier 2, finite
  * gradients: [2, 2, 4, 4, 4, 8]; good_steps [1, 2, 0, 1, 2, 0]. */
 static void test_dynamic_increase(void) {
@@ -129,12 +142,7 @@ static void test_dynamic_increase(void) {
     const float want[6] = {2, 2, 4, 4, 4, 8};
     const int64_t steps[6] = {1, 2, 0, 1, 2, 0};
     CHECK_NEAR(get_f32(d.s, d.scale), 2, 0);
-    for (int i = 0; i < 6; i++) {
-        run_fed(d.s, d.k, 1.0f, d.update);
-        CHECK_NEAR(get_f32(d.s, d.scale), want[i], 0);
-        CHECK_EQ_INT(get_i64(d.s, d.steps), steps[i]);
-    }
-    dyn_free(&d);
+    dyn_check_updates(&d, NULL, want, steps, 6);
 }
 
 /* test_keep_increasing_until_capped: initial float32 max / 4, period 1: the scale
@@ -142,12 +150,7 @@ static void test_dynamic_increase(void) {
 static void test_dynamic_capped(void) {
     dyn d = dyn_new(FLT_MAX / 4, 1, 2);
     const float want[3] = {FLT_MAX / 2, FLT_MAX, FLT_MAX};
-    for (int i = 0; i < 3; i++) {
-        run_fed(d.s, d.k, 1.0f, d.update);
-        CHECK(get_f32(d.s, d.scale) == want[i]);
-        CHECK_EQ_INT(get_i64(d.s, d.steps), 0);
-    }
-    dyn_free(&d);
+    dyn_check_updates(&d, NULL, want, NULL, 3);
 }
 
 /* test_decrease_every_step: initial 512, non-finite gradients each step: halves down
@@ -174,12 +177,7 @@ static void test_dynamic_nan_clears_good_steps(void) {
     dyn d = dyn_new(2, 2, 2);
     const float k[4] = {1, NAN, 1, 1}, want[4] = {2, 1, 1, 2};
     const int64_t steps[4] = {1, 0, 1, 0};
-    for (int i = 0; i < 4; i++) {
-        run_fed(d.s, d.k, k[i], d.update);
-        CHECK_NEAR(get_f32(d.s, d.scale), want[i], 0);
-        CHECK_EQ_INT(get_i64(d.s, d.steps), steps[i]);
-    }
-    dyn_free(&d);
+    dyn_check_updates(&d, k, want, steps, 4);
 }
 
 /* The variables: TF's names, non-trainable resource variables in "variables"; and a
@@ -244,13 +242,29 @@ static void test_variables_and_checkpoint(void) {
     vg_graph_free(g);
 }
 
+/* The LossScaleOptimizerTest variable: "var", a trainable float32 scalar 1. */
+static vg_variable var_one(vg_graph *g) {
+    return vg_variable_new(g, "var", vg_const_f32(g, 1, "init"), VG_VAR_TRAINABLE);
+}
+
+/* Whether minimize made train (a failed check otherwise); when it did not, prints the
+ * graph's error and frees opt and g. */
+static bool train_built(vg_graph *g, vg_op *train, vg_optimizer *opt) {
+    CHECK(train != NULL);
+    if (train) return true;
+    fprintf(stderr, "  %s\n", graph_msg(g));
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+    return false;
+}
+
 /* LossScaleOptimizerTest.test_fixed_loss_scaling: var 1, loss var * 2 (gradient 2),
  * SGD(2), FixedLossScale(10): the scaled loss's gradient is 20, the unscaled one 2,
  * and var = 1 - 2 * 2 = -3. */
 static void test_optimizer_fixed(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_variable v = vg_variable_new(g, "var", vg_const_f32(g, 1, "init"), VG_VAR_TRAINABLE);
+    vg_variable v = var_one(g);
     vg_output loss = vg_mul(g, v.read, vg_const_f32(g, 2, "two"), "loss");
     vg_optimizer *opt = vg_mixed_precision_loss_scale_optimizer_new(vg_optimizer_new_sgd(2.0),
                                                                      vg_fixed_loss_scale_new(10, &st), &st);
@@ -264,8 +278,7 @@ static void test_optimizer_fixed(void) {
     vg_output scaled_grad = vg_op_input(grad.op, 0);
     vg_op *train = vg_optimizer_apply_gradients(opt, g, &grad, &v.ref, 1, vg_out(NULL, 0), NULL);
     CHECK(train != NULL);
-    vg_session *s = new_session(g);
-    init_all(s, g);
+    vg_session *s = initialized_session(g);
     CHECK_NEAR(get_f32(s, scaled_grad), 20, 0);
     CHECK_NEAR(get_f32(s, grad), 2, 1e-6);
     run_target(s, train);
@@ -296,16 +309,13 @@ static void test_fixed_scale_avoids_underflow(void) {
         if (scaled) opt = vg_mixed_precision_loss_scale_optimizer_new(opt, vg_fixed_loss_scale_new(1024, &st), &st);
         vg_output grad = {NULL, 0};
         CHECK_OK(vg_optimizer_compute_gradients(opt, g, loss, &w.ref, 1, &grad, &st), &st);
-        vg_session *s = new_session(g);
-        init_all(s, g);
+        vg_session *s = initialized_session(g);
         float gv = get_f32(s, grad);
         if (scaled)
             CHECK_NEAR(gv, 1e-8, 0.02e-8); /* float16's rounding of 1.024e-5, unscaled */
         else
             CHECK(gv == 0);
-        vg_session_free(s);
-        vg_optimizer_free(opt);
-        vg_graph_free(g);
+        free_session_optimizer_graph(s, opt, g);
     }
 }
 
@@ -316,7 +326,7 @@ static void test_fixed_scale_avoids_underflow(void) {
 static void test_optimizer_dynamic(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_variable v = vg_variable_new(g, "var", vg_const_f32(g, 1, "init"), VG_VAR_TRAINABLE);
+    vg_variable v = var_one(g);
     vg_output k = vg_placeholder(g, VG_FLOAT, NULL, 0, "k");
     vg_output loss = vg_mul(g, v.read, k, "loss");
     vg_output gs = vg_get_or_create_global_step(g);
@@ -324,18 +334,11 @@ static void test_optimizer_dynamic(void) {
     vg_optimizer *opt = vg_mixed_precision_loss_scale_optimizer_new(vg_optimizer_new_sgd(1.0), ls, &st);
     CHECK(opt != NULL);
     vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, NULL);
-    CHECK(train != NULL);
-    if (!train) {
-        fprintf(stderr, "  %s\n", graph_msg(g));
-        vg_optimizer_free(opt);
-        vg_graph_free(g);
-        return;
-    }
+    if (!train_built(g, train, opt)) return;
     CHECK(strcmp(vg_op_name(train), "GradientDescent") == 0 && strcmp(vg_op_type(train), "NoOp") == 0);
     CHECK(has_op(g, "cond_1/GradientDescent-wrapped", "AssignAdd") || has_op(g, "cond/GradientDescent-wrapped", "AssignAdd"));
     vg_output scale = vg_loss_scale_value(ls, g);
-    vg_session *s = new_session(g);
-    init_all(s, g);
+    vg_session *s = initialized_session(g);
     const float ks[4] = {1, NAN, INFINITY, 1}, var_want[4] = {0, 0, 0, -1}, scale_want[4] = {4, 2, 1, 2};
     const int64_t step_want[4] = {1, 1, 1, 2};
     for (int i = 0; i < 4; i++) {
@@ -346,9 +349,7 @@ static void test_optimizer_dynamic(void) {
         CHECK(t && *(const int64_t *)vg_tensor_data(t) == step_want[i]);
         vg_tensor_free(t);
     }
-    vg_session_free(s);
-    vg_optimizer_free(opt);
-    vg_graph_free(g);
+    free_session_optimizer_graph(s, opt, g);
 }
 
 /* A float16 overflow in the backward pass: loss = sum(float32(float16(w * x))) * 3, so
@@ -369,16 +370,9 @@ static void test_half_overflow_skips_step(void) {
         vg_optimizer *inner = adam ? vg_optimizer_new_adam(0.1, 0.9, 0.999, 1e-8) : vg_optimizer_new_sgd(0.01);
         vg_optimizer *opt = vg_mixed_precision_loss_scale_optimizer_new(inner, ls, &st);
         vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, vg_out(NULL, 0), NULL);
-        CHECK(train != NULL);
-        if (!train) {
-            fprintf(stderr, "  %s\n", graph_msg(g));
-            vg_optimizer_free(opt);
-            vg_graph_free(g);
-            continue;
-        }
+        if (!train_built(g, train, opt)) continue;
         vg_output scale = vg_loss_scale_value(ls, g);
-        vg_session *s = new_session(g);
-        init_all(s, g);
+        vg_session *s = initialized_session(g);
         run_target(s, train);
         CHECK_NEAR(get_f32(s, scale), 16384, 0);
         vg_tensor *t = fetch(s, w.read);
@@ -398,9 +392,7 @@ static void test_half_overflow_skips_step(void) {
             CHECK_NEAR(wv[1], 1 - 0.06, 1e-6);
         }
         vg_tensor_free(t);
-        vg_session_free(s);
-        vg_optimizer_free(opt);
-        vg_graph_free(g);
+        free_session_optimizer_graph(s, opt, g);
     }
 }
 
@@ -427,17 +419,14 @@ static void test_sparse_gradient_scaled(void) {
     CHECK(train != NULL);
     CHECK_EQ_INT(count_type(g, "SparseApplyMomentum"), 1);
     CHECK_EQ_INT(count_type(g, "ApplyMomentum"), 0);
-    vg_session *s = new_session(g);
-    init_all(s, g);
+    vg_session *s = initialized_session(g);
     run_target(s, train);
     vg_tensor *t = fetch(s, e.read);
     const float want[6] = {0, 0, 1, 1, 0, 0};
     for (int i = 0; t && i < 6; i++) CHECK_NEAR(((const float *)vg_tensor_data(t))[i], want[i], 1e-6);
     vg_tensor_free(t);
     CHECK_NEAR(get_f32(s, vg_loss_scale_value(vg_optimizer_loss_scale(opt), g)), 64, 0);
-    vg_session_free(s);
-    vg_optimizer_free(opt);
-    vg_graph_free(g);
+    free_session_optimizer_graph(s, opt, g);
 }
 
 /* Resource variables (TF's ResourceApply* inside the cond): the same numbers as
@@ -456,8 +445,7 @@ static void test_resource_variables_dynamic(void) {
     CHECK_EQ_INT(count_type(g, "ResourceApplyGradientDescent"), 1);
     vg_output scale = vg_loss_scale_value(ls, g);
     vg_output vr = vg_read_variable_op(g, v.handle, VG_FLOAT, "vr");
-    vg_session *s = new_session(g);
-    init_all(s, g);
+    vg_session *s = initialized_session(g);
     const float ks[3] = {1, INFINITY, 1}, var_want[3] = {0, 0, -1}, scale_want[3] = {4, 2, 4};
     const int64_t step_want[3] = {1, 1, 2};
     for (int i = 0; i < 3; i++) {
@@ -466,9 +454,7 @@ static void test_resource_variables_dynamic(void) {
         CHECK_NEAR(get_f32(s, scale), scale_want[i], 0);
         CHECK_EQ_INT(get_i64(s, gs), step_want[i]);
     }
-    vg_session_free(s);
-    vg_optimizer_free(opt);
-    vg_graph_free(g);
+    free_session_optimizer_graph(s, opt, g);
 }
 
 /* enable_mixed_precision_graph_rewrite(opt, loss_scale): the rewrite is on and opt is
@@ -482,8 +468,7 @@ static void test_enable_rewrite_with_loss_scale(void) {
     vg_optimizer *wrapped = vg_mixed_precision_loss_scale_optimizer_new(sgd, vg_loss_scale_get(g, "8", &st), &st);
     vg_loss_scale *ls = vg_loss_scale_get(g, "dynamic", &st);
     CHECK(vg_enable_mixed_precision_graph_rewrite_with_loss_scale(wrapped, ls, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "MixedPrecisionLossScaleOptimizer");
+    EXPECT_STATUS(&st, VG_INVALID_ARGUMENT, "MixedPrecisionLossScaleOptimizer");
     CHECK(!vg_mixed_precision_graph_rewrite_enabled());
     vg_optimizer *opt = vg_enable_mixed_precision_graph_rewrite_with_loss_scale(vg_optimizer_new_adam_default(), ls, &st);
     CHECK(opt != NULL && vg_optimizer_loss_scale(opt) == ls);
@@ -534,8 +519,7 @@ static float train_regression(bool half, int steps, float *scale_out, float *los
     float out = NAN;
     if (train) {
         vg_output scale = half ? vg_loss_scale_value(ls, g) : vg_out(NULL, 0);
-        vg_session *s = new_session(g);
-        init_all(s, g);
+        vg_session *s = initialized_session(g);
         *loss0_out = get_f32(s, l32);
         for (int i = 0; i < steps; i++) run_target(s, train);
         out = get_f32(s, l32);
@@ -564,13 +548,9 @@ static void test_half_model_trains_like_float32(void) {
 /* Allocation failures while building a dynamic-scale Adam step (variables, the
  * update's nested conds, the wrapped apply) and while running it: every build ends OK
  * and complete or RESOURCE_EXHAUSTED, never another code or a crash. */
-typedef struct oom_model {
-    vg_op *train, *init;
-    vg_output scale;
-} oom_model;
-
 static vg_code oom_build(vg_graph *g, void *mp) {
     oom_model *m = mp;
+    m->nfetch = 1; /* the loss scale */
     vg_status st;
     vg_variable w = vg_variable_new(g, "w", vg_const_fill(g, VG_FLOAT, (int64_t[]){2}, 1, 1, "init"), VG_VAR_TRAINABLE);
     vg_output h = vg_cast(g, vg_cast(g, w.read, VG_HALF, NULL), VG_FLOAT, NULL);
@@ -585,28 +565,18 @@ static vg_code oom_build(vg_graph *g, void *mp) {
         return VG_RESOURCE_EXHAUSTED;
     }
     m->train = vg_optimizer_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL);
-    m->scale = vg_loss_scale_value(ls, g);
+    m->fetch[0] = vg_loss_scale_value(ls, g);
     vg_optimizer_free(opt);
     m->init = vg_global_variables_initializer(g);
     return vg_graph_status(g, NULL);
-}
-
-static bool oom_complete(const void *mp) {
-    const oom_model *m = mp;
-    return m->train && m->init && m->scale.op;
-}
-
-static vg_code oom_run(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
-    oom_model *m = mp;
-    return oom_session_steps(g, m->init, m->train, &m->scale, 1, sp, st);
 }
 
 static void test_allocation_failures(void) {
     oom_install();
     oom_model m;
     long nb = 0, nr = 0;
-    int bad = oom_build_each(200000, &m, sizeof m, oom_build, oom_complete, &nb);
-    bad += oom_run_each(200000, &m, sizeof m, oom_build, oom_run, &nr);
+    int bad = oom_build_each(200000, &m, sizeof m, oom_build, oom_model_complete, &nb);
+    bad += oom_run_each(200000, &m, sizeof m, oom_build, oom_model_steps, &nr);
     vg_allocator_set(NULL);
     CHECK_EQ_INT(bad, 0);
     CHECK(nb > 50 && nr > 10);

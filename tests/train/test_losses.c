@@ -154,7 +154,7 @@ static void test_collections_and_regularizers(void) {
     CHECK_NEAR(run_scalar(g, total), 5.5 + 49.5 + 6.5, 1e-4);
     CHECK_NEAR(run_scalar(g, vg_losses_get_total_loss(g, false, "t2")), 55.0, 1e-4);
     CHECK(vg_l1_regularizer(g, -1.0, wv).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_losses_get_total_loss(g, true, NULL).op == NULL);

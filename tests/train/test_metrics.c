@@ -9,6 +9,7 @@
  * variables' names and collections, resetting through local_variables_initializer, and
  * the bad-input errors. */
 #include "op_test_util.h"
+#include "kernels_fixture.h"
 #include "status_fixture.h"
 
 typedef struct sess_t {
@@ -226,8 +227,7 @@ static void test_accuracy(void) {
                             NULL);
     CHECK(m.value.op == NULL && m.update.op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "accuracy");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "accuracy");
     CHECK_STR_CONTAINS(st.msg, "incompatible");
     vg_graph_free(g);
     /* weights that cannot broadcast */
@@ -331,9 +331,8 @@ static void test_precision_recall(void) {
     /* different shapes */
     g = vg_graph_new();
     m = vg_metrics_recall(g, cst(g, VG_FLOAT, D24, 2, lw), cst(g, VG_FLOAT, D14, 2, p4), NULL);
-    vg_status st;
     CHECK(m.value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
@@ -458,7 +457,6 @@ static void test_auc(void) {
 
     /* argument errors */
     vg_graph *g = vg_graph_new();
-    vg_status st;
     vg_output l = cst(g, VG_INT64, D14, 2, l4), p = cst(g, VG_FLOAT, D14, 2, p4);
     CHECK(vg_metrics_auc(g, l, p, 200, "XY", NULL, NULL).value.op == NULL);
     EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "curve must be either ROC or PR");
@@ -466,7 +464,7 @@ static void test_auc(void) {
     g = vg_graph_new();
     l = cst(g, VG_INT64, D14, 2, l4), p = cst(g, VG_FLOAT, D14, 2, p4);
     CHECK(vg_metrics_auc(g, l, p, 1, NULL, NULL, NULL).value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     l = cst(g, VG_INT64, D14, 2, l4), p = cst(g, VG_FLOAT, D24, 2, NULL);
@@ -511,15 +509,14 @@ static void test_mean_iou(void) {
     double bad[5] = {0, 1, 2, 0, 1};
     m = vg_metrics_mean_iou(g, cst(g, VG_INT64, &d5, 1, bad), cst(g, VG_INT64, &d5, 1, p), 2, NULL);
     check_update_invalid(g, m);
-    vg_status st;
     g = vg_graph_new();
     int64_t d4 = 4;
     CHECK(vg_metrics_mean_iou(g, cst(g, VG_INT64, &d5, 1, l), cst(g, VG_INT64, &d4, 1, p), 2, NULL).value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_metrics_mean_iou(g, cst(g, VG_INT64, &d5, 1, l), cst(g, VG_INT64, &d5, 1, p), 0, NULL).value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
@@ -593,7 +590,6 @@ static void test_top_k(void) {
     m = vg_metrics_recall_at_top_k(g, cst(g, VG_INT64, &d2, 1, l1), cst(g, VG_INT32, d21, 2, idx), 1, -1, NULL);
     check_metric(g, m, 0.5, 1e-9);
     /* bad input */
-    vg_status st;
     g = vg_graph_new();
     int64_t d3 = 3;
     CHECK(vg_metrics_recall_at_k(g, cst(g, VG_INT64, &d3, 1, NULL), cst(g, VG_FLOAT, D24, 2, NULL), 1, -1, NULL)
@@ -603,12 +599,12 @@ static void test_top_k(void) {
     g = vg_graph_new();
     CHECK(vg_metrics_precision_at_k(g, cst(g, VG_FLOAT, &d2, 1, NULL), cst(g, VG_FLOAT, D24, 2, NULL), 1, -1, NULL)
               .value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_metrics_precision_at_k(g, cst(g, VG_INT64, &d2, 1, NULL), cst(g, VG_FLOAT, D24, 2, NULL), 0, -1, NULL)
               .value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
@@ -704,16 +700,15 @@ static void test_other_means(void) {
     m = vg_metrics_mean_per_class_accuracy(g, cst(g, VG_INT64, &d5, 1, bad), cst(g, VG_INT64, &d5, 1, pp), 3, NULL);
     check_update_invalid(g, m);
     /* shape errors */
-    vg_status st;
     g = vg_graph_new();
     CHECK(vg_metrics_mean_cosine_distance(g, cst(g, VG_FLOAT, d33, 2, cl), cst(g, VG_FLOAT, d33, 2, cl), 2, NULL).value.op ==
           NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     int64_t unk = -1;
     CHECK(vg_metrics_mean_tensor(g, vg_placeholder(g, VG_FLOAT, &unk, 1, NULL), NULL).value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 

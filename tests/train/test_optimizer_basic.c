@@ -68,12 +68,18 @@ static void run_two_steps(problem *p, vg_op *train, const vg_output *fetches, do
     vg_session_free(s);
 }
 
+/* opt.minimize(p's loss, global_step=p's step); frees opt. */
+static vg_op *minimize_problem(problem *p, vg_optimizer *opt) {
+    vg_op *train = vg_optimizer_minimize(opt, p->g, p->loss, NULL, 0, p->gs, NULL);
+    vg_optimizer_free(opt);
+    return train;
+}
+
 static void test_optimizer__sgd(void) {
     problem p = make_problem(VG_FLOAT, false);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
     CHECK(strcmp(vg_optimizer_name(opt), "GradientDescent") == 0);
-    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
-    vg_optimizer_free(opt);
+    vg_op *train = minimize_problem(&p, opt);
     CHECK(train && strcmp(vg_op_name(train), "GradientDescent") == 0 && strcmp(vg_op_type(train), "NoOp") == 0);
     CHECK(has_op(p.g, "GradientDescent/learning_rate", "Const"));
     CHECK(has_op(p.g, "GradientDescent/update_w/ApplyGradientDescent", "ApplyGradientDescent"));
@@ -91,8 +97,7 @@ static void test_optimizer__sgd(void) {
 static void check_momentum(bool nesterov) {
     problem p = make_problem(VG_FLOAT, false);
     vg_optimizer *opt = vg_optimizer_new_momentum(0.05, 0.9, nesterov);
-    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
-    vg_optimizer_free(opt);
+    vg_op *train = minimize_problem(&p, opt);
     CHECK(train && strcmp(vg_op_name(train), "Momentum") == 0);
     CHECK(has_op(p.g, "w/Momentum", "VariableV2"));
     CHECK(has_op(p.g, "w/Momentum/Initializer/zeros", "Const"));
@@ -126,8 +131,7 @@ static void check_adam(vg_dtype dt) {
     problem p = make_problem(dt, true);
     const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8;
     vg_optimizer *opt = vg_optimizer_new_adam(lr, b1, b2, eps);
-    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
-    vg_optimizer_free(opt);
+    vg_op *train = minimize_problem(&p, opt);
     vg_status st;
     CHECK_OK(vg_graph_status(p.g, &st), &st);
     /* with a global step the train op is AssignAdd "Adam" after NoOp "Adam/update" */
@@ -188,8 +192,7 @@ static void test_optimizer__rmsprop(void) {
     problem p = make_problem(VG_FLOAT, false);
     const double lr = 0.01, decay = 0.9, mom = 0.5, eps = 1e-10;
     vg_optimizer *opt = vg_optimizer_new_rmsprop(lr, decay, mom, eps);
-    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
-    vg_optimizer_free(opt);
+    vg_op *train = minimize_problem(&p, opt);
     CHECK(train && strcmp(vg_op_name(train), "RMSProp") == 0);
     CHECK(has_op(p.g, "w/RMSProp", "VariableV2"));
     CHECK(has_op(p.g, "w/RMSProp/Initializer/ones", "Const"));
@@ -221,8 +224,7 @@ static void test_optimizer__rmsprop(void) {
 static void test_optimizer__global_step_increments(void) {
     problem p = make_problem(VG_FLOAT, true);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.01);
-    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
-    vg_optimizer_free(opt);
+    vg_op *train = minimize_problem(&p, opt);
     CHECK(train && strcmp(vg_op_name(train), "GradientDescent") == 0 && strcmp(vg_op_type(train), "AssignAdd") == 0);
     CHECK(has_op(p.g, "GradientDescent/update", "NoOp"));
     vg_status st;
@@ -302,8 +304,7 @@ static void test_optimizer__under_control_deps(void) {
     vg_op *dep = vg_no_op(p.g, "update_ops_dep");
     vg_graph_push_control_deps(p.g, &dep, 1);
     vg_optimizer *opt = vg_optimizer_new_adam(0.1, 0.9, 0.999, 1e-8);
-    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
-    vg_optimizer_free(opt);
+    vg_op *train = minimize_problem(&p, opt);
     vg_graph_pop_control_deps(p.g);
     CHECK(train != NULL);
     vg_op *a = vg_graph_op_by_name(p.g, "w/Adam/Assign");
@@ -403,40 +404,16 @@ static void test_optimizer__updates_in_place(void) {
 
 /* Several threads run the train op on one session: the variable locks keep every
  * update (the global step counts each run exactly once). */
-typedef struct train_thread {
-    vg_session *s;
-    vg_op *train;
-    int steps, failures;
-} train_thread;
-
-static void *train_loop(void *arg) {
-    train_thread *t = arg;
-    vg_status st;
-    for (int i = 0; i < t->steps; i++)
-        if (vg_session_run_targets(t->s, &t->train, 1, &st) != VG_OK) t->failures++;
-    return NULL;
-}
-
 static void test_optimizer__concurrent_steps(void) {
     problem p = make_problem(VG_FLOAT, true);
     vg_optimizer *opt = vg_optimizer_new_momentum(0.001, 0.9, false);
-    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
-    vg_optimizer_free(opt);
+    vg_op *train = minimize_problem(&p, opt);
     vg_op *init = vg_global_variables_initializer(p.g);
     vg_status st;
     vg_session *s = vg_session_new(p.g, NULL, &st);
     if (!s) { vg_graph_free(p.g); return; }
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    pthread_t th[4];
-    train_thread args[4];
-    for (int i = 0; i < 4; i++) {
-        args[i] = (train_thread){s, train, 50, 0};
-        pthread_create(&th[i], NULL, train_loop, &args[i]);
-    }
-    for (int i = 0; i < 4; i++) {
-        pthread_join(th[i], NULL);
-        CHECK_EQ_INT(args[i].failures, 0);
-    }
+    CHECK_EQ_INT(run_target_concurrently(s, train, 4, 50), 0);
     vg_tensor *t = NULL;
     CHECK_OK(vg_session_run1(s, vg_variable_snapshot(p.gs.op), &t, &st), &st);
     CHECK(t && *(int64_t *)vg_tensor_data(t) == 200);

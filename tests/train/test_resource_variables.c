@@ -3,6 +3,7 @@
  * cites its TF test), the read-at-execution / snapshot semantics, the errors with TF's
  * codes and messages, and the gradients of ReadVariableOp and ResourceGather. */
 #include "test_util.h"
+#include "kernels_fixture.h"
 #include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
@@ -143,8 +144,7 @@ static void test_rv__read_variable_dtype_mismatch(void) {
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, a, &st), &st);
     CHECK(fetch_st(s, r, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Trying to read variable with wrong dtype. Expected float got int32");
+    EXPECT_STATUS(&st, VG_INVALID_ARGUMENT, "Trying to read variable with wrong dtype. Expected float got int32");
     free_session_graph(s, g);
 }
 
@@ -159,8 +159,8 @@ static void test_rv__assign_variable_dtype_mismatch(void) {
     vg_op *af = vg_assign_variable_op(g, hf, c_f32_vec(g, (float[]){1}, 1), NULL);
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, a, &st), &st);
-    CHECK_CODE(run_op(s, af, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Trying to assign variable with wrong dtype. Expected int32 got float");
+    CHECK_STATUS(run_op(s, af, &st), &st, VG_INVALID_ARGUMENT,
+                 "Trying to assign variable with wrong dtype. Expected int32 got float");
     free_session_graph(s, g);
 }
 
@@ -309,8 +309,7 @@ static void test_rv__scatter_rows(void) {
     vg_tensor *t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){1, 42, 3, 24}, 4);
     vg_tensor_free(t);
-    CHECK_CODE(run_op(s, badop, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "indices[1] = 4 is not in [0, 4)");
+    CHECK_STATUS(run_op(s, badop, &st), &st, VG_INVALID_ARGUMENT, "indices[1] = 4 is not in [0, 4)");
     t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){1, 42, 3, 24}, 4);
     vg_tensor_free(t);
@@ -554,14 +553,12 @@ static void test_rv__shared_name(void) {
     check_f32(t, (float[]){300}, 1);
     vg_tensor_free(t);
     CHECK(fetch_st(s, xr, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Resource localhost/var5/N10tensorflow3VarE does not exist");
+    EXPECT_STATUS(&st, VG_FAILED_PRECONDITION, "Resource localhost/var5/N10tensorflow3VarE does not exist");
     CHECK(fetch_st(s, yr, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "Error while reading resource variable var4 from Container: other.");
     /* each session has its own variables */
     vg_session *s2 = new_session(g);
-    CHECK(fetch_st(s2, wr, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
+    EXPECT_REFUSED(fetch_st(s2, wr, &st), &st, VG_FAILED_PRECONDITION);
     vg_session_free(s2);
     free_session_graph(s, g);
 }
@@ -577,17 +574,13 @@ static void test_rv__uninitialized_errors(void) {
     vg_output shape = vg_variable_shape(g, v.handle, VG_INT32, NULL);
     vg_output report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
     vg_session *s = new_session(g);
-    CHECK(fetch_st(s, v.value, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
+    EXPECT_REFUSED(fetch_st(s, v.value, &st), &st, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Error while reading resource variable v from Container: localhost. This could mean "
                                "that the variable was uninitialized. Not found: Resource "
                                "localhost/v/N10tensorflow3VarE does not exist.");
-    CHECK_CODE(run_op(s, add, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "Resource localhost/v/N10tensorflow3VarE does not exist.");
-    CHECK(fetch_st(s, gather, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK(fetch_st(s, shape, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
+    CHECK_STATUS(run_op(s, add, &st), &st, VG_NOT_FOUND, "Resource localhost/v/N10tensorflow3VarE does not exist.");
+    EXPECT_REFUSED(fetch_st(s, gather, &st), &st, VG_NOT_FOUND);
+    EXPECT_REFUSED(fetch_st(s, shape, &st), &st, VG_NOT_FOUND);
     vg_tensor *t = fetch_st(s, v.is_initialized, &st);
     CHECK(t && *(const bool *)vg_tensor_data(t) == false);
     vg_tensor_free(t);
@@ -621,11 +614,10 @@ static void test_rv__destroy_resource(void) {
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
     CHECK_OK(run_op(s, destroy, &st), &st);
-    CHECK(fetch_st(s, v.value, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
+    EXPECT_REFUSED(fetch_st(s, v.value, &st), &st, VG_FAILED_PRECONDITION);
     CHECK_OK(run_op(s, destroy_never, &st), &st);
-    CHECK_CODE(run_op(s, destroy_strict, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "Resource localhost/var0/N10tensorflow3VarE does not exist.");
+    CHECK_STATUS(run_op(s, destroy_strict, &st), &st, VG_NOT_FOUND,
+                 "Resource localhost/var0/N10tensorflow3VarE does not exist.");
     /* assigning creates it again */
     t = init_then_fetch(s, v.initializer, v.value, &st);
     check_f32(t, (float[]){3}, 1);
@@ -676,8 +668,8 @@ static void test_rv__sparse_read_and_shape(void) {
     /* scalar index: one row; out of range: TF's message */
     vg_tensor *i7 = vg_tensor_new_copy(VG_INT32, (int64_t[]){2}, 1, (int32_t[]){1, 7}, 8, &st);
     vg_tensor *out = NULL;
-    CHECK_CODE(vg_session_run(s, NULL, &p, &i7, 1, &rp, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "indices[1] = 7 is not in [0, 4)");
+    CHECK_STATUS(vg_session_run(s, NULL, &p, &i7, 1, &rp, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
+                 "indices[1] = 7 is not in [0, 4)");
     vg_tensor_free(i7);
     vg_tensor *i1 = vg_tensor_new_scalar_i32(1, &st);
     CHECK_OK(vg_session_run(s, NULL, &p, &i1, 1, &rp, &out, 1, NULL, 0, NULL, &st), &st);

@@ -9,15 +9,10 @@
 
 #include "oom_util.h"
 
-typedef struct model {
-    vg_op *train, *init;
-    vg_output report, rows;
-} model;
-
 static vg_code build(vg_graph *g, void *mp) {
-    model *m = mp;
-    float xv[4] = {1, 2, 3, 4};
-    vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){2, 2}, 2, xv, "x");
+    oom_model *m = mp;
+    m->nfetch = 2; /* the sparse read, the report */
+    vg_output x = oom_model_input(g);
     vg_resource_variable w = vg_resource_variable_new_init(g, "dense/kernel", VG_FLOAT, (int64_t[]){2, 2}, 2,
                                                            vg_init_glorot_uniform(1), VG_VAR_TRAINABLE);
     vg_resource_variable b = vg_resource_variable_new(g, "dense/bias", vg_const_fill(g, VG_FLOAT, (int64_t[]){2}, 1,
@@ -26,9 +21,11 @@ static vg_code build(vg_graph *g, void *mp) {
     vg_resource_variable e = vg_resource_variable_new_init(g, "emb", VG_FLOAT, (int64_t[]){4, 2}, 2, vg_init_ones(),
                                                            VG_VAR_TRAINABLE);
     vg_output y = vg_bias_add(g, vg_matmul(g, x, w.value, false, false, NULL), b.value, NULL);
-    m->rows = vg_resource_variable_sparse_read(g, e.handle, vg_const_i32_vec(g, (int32_t[]){1, 3, 1}, 3, "ix"), NULL);
+    vg_output ix = vg_const_i32_vec(g, (int32_t[]){1, 3, 1}, 3, "ix");
+    vg_output rows = vg_resource_variable_sparse_read(g, e.handle, ix, NULL);
     vg_output loss = vg_add(g, vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, NULL),
-                            vg_reduce_sum(g, m->rows, NULL, -1, false, NULL), "loss");
+                            vg_reduce_sum(g, rows, NULL, -1, false, NULL), "loss");
+    m->fetch[0] = rows;
     vg_output gs = vg_get_or_create_global_step(g);
     vg_optimizer *adam = vg_optimizer_new_adam(0.01, 0.9, 0.999, 1e-8);
     vg_optimizer *mom = vg_optimizer_new_momentum(0.1, 0.9, false);
@@ -45,7 +42,7 @@ static vg_code build(vg_graph *g, void *mp) {
     vg_op *both[2] = {t1, t2};
     m->train = t1 && t2 ? vg_group(g, both, 2, "train") : NULL;
     m->init = vg_global_variables_initializer(g);
-    m->report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
+    m->fetch[1] = vg_report_uninitialized_variables(g, NULL, 0, NULL);
     vg_status st;
     vg_saver_options so = {0};
     vg_saver *sv = vg_graph_status(g, NULL) == VG_OK ? vg_saver_new(g, &so, &st) : NULL;
@@ -53,29 +50,4 @@ static vg_code build(vg_graph *g, void *mp) {
     return vg_graph_status(g, NULL);
 }
 
-static bool complete(const void *mp) {
-    const model *m = mp;
-    return m->train && m->init && m->report.op && m->rows.op;
-}
-
-/* init, a training step, a sparse read and the report in a new session (*sp). */
-static vg_code run_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
-    model *m = mp;
-    return oom_session_steps(g, m->init, m->train, (vg_output[]){m->rows, m->report}, 2, sp, st);
-}
-
-static void test_rv_oom__build(void) {
-    model m;
-    oom_check_build(200000, &m, sizeof m, build, complete, 100);
-}
-
-static void test_rv_oom__run(void) {
-    model m;
-    oom_check_run(200000, &m, sizeof m, build, run_steps);
-}
-
-int main(void) {
-    RUN_TEST(test_rv_oom__build);
-    RUN_TEST(test_rv_oom__run);
-    TEST_MAIN_END();
-}
+int main(void) { return oom_model_main(200000, build, 100); }

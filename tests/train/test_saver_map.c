@@ -3,6 +3,8 @@
  * ExponentialMovingAverage.variables_to_restore (the cifar10_eval.py pattern), and
  * tf.train.init_from_checkpoint (name and scope assignment maps, errors). */
 #include "test_util.h"
+#include "kernels_fixture.h"
+#include "status_fixture.h"
 #include "train_fixture.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
@@ -28,18 +30,25 @@ static float fetch0(vg_session *s, vg_output x, int i) {
     return v;
 }
 
-/* Makes the directory g_dir/sub (into dir, dlen bytes) and writes the checkpoint prefix
- * dir/model.ckpt into prefix (plen bytes). */
-static void ckpt_dir_prefix(const char *sub, char *dir, size_t dlen, char *prefix, size_t plen) {
-    snprintf(dir, dlen, "%s/%s", g_dir, sub);
-    tu_mkdir_p(dir);
-    snprintf(prefix, plen, "%s/model.ckpt", dir);
+/* A test's checkpoint: the directory g_dir/<sub>, its prefix dir/model.ckpt, and the
+ * path a save returned (out). */
+typedef struct ckpt_paths {
+    char dir[600], prefix[700], out[900];
+} ckpt_paths;
+
+/* Makes the directory g_dir/sub; its paths. */
+static ckpt_paths ckpt_in(const char *sub) {
+    ckpt_paths p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.dir, sizeof p.dir, "%s/%s", g_dir, sub);
+    tu_mkdir_p(p.dir);
+    snprintf(p.prefix, sizeof p.prefix, "%s/model.ckpt", p.dir);
+    return p;
 }
 
 static void test_map_save_restore(void) {
     vg_status st;
-    char prefix[800], path[700];
-    ckpt_dir_prefix("map", path, sizeof path, prefix, sizeof prefix);
+    ckpt_paths p = ckpt_in("map");
     vg_graph *g = vg_graph_new();
     float wv[3] = {1, 2, 3}, bv[2] = {-1, -2};
     vg_variable w = var_const(g, "a/w", wv, 3), b = var_const(g, "b", bv, 2);
@@ -52,11 +61,10 @@ static void test_map_save_restore(void) {
     vg_saver *sv = vg_saver_new(g, &o, &st);
     CHECK(sv != NULL);
     vg_session *s = initialized_session(g);
-    char out[900];
-    if (sv && s) CHECK_OK(vg_saver_save(sv, s, prefix, 1, out, sizeof out, &st), &st);
+    if (sv && s) CHECK_OK(vg_saver_save(sv, s, p.prefix, 1, p.out, sizeof p.out, &st), &st);
     free_session_saver_graph(s, sv, g);
     /* the checkpoint holds the map's keys */
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(out, &st);
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(p.out, &st);
     CHECK(r != NULL);
     if (r) {
         CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), 2);
@@ -77,7 +85,7 @@ static void test_map_save_restore(void) {
     sv = vg_saver_new(g, &o, &st);
     s = initialized_session(g);
     if (sv && s) {
-        CHECK_OK(vg_saver_restore(sv, s, out, &st), &st);
+        CHECK_OK(vg_saver_restore(sv, s, p.out, &st), &st);
         CHECK_NEAR(fetch0(s, x.read, 2), 3, 0);
         CHECK_NEAR(fetch0(s, y.read, 1), -2, 0);
     }
@@ -89,8 +97,7 @@ static void test_map_save_restore(void) {
     sv = vg_saver_new(g, &o, &st);
     s = initialized_session(g);
     if (sv && s) {
-        CHECK_EQ_INT(vg_saver_restore(sv, s, out, &st), VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "Key nope not found in checkpoint");
+        CHECK_STATUS(vg_saver_restore(sv, s, p.out, &st), &st, VG_NOT_FOUND, "Key nope not found in checkpoint");
     }
     vg_session_free(s);
     vg_saver_free(sv);
@@ -98,23 +105,20 @@ static void test_map_save_restore(void) {
     const char *dup[2] = {"k", "k"};
     o.var_names = dup;
     CHECK(vg_saver_new(g, &o, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "At least two variables have the same name: k");
+    EXPECT_STATUS(&st, VG_INVALID_ARGUMENT, "At least two variables have the same name: k");
     vg_output same[2] = {x.ref, x.ref};
     const char *two[2] = {"k1", "k2"};
     o.var_list = same;
     o.var_names = two;
     CHECK(vg_saver_new(g, &o, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "The same saveable will be restored with two names");
+    EXPECT_STATUS(&st, VG_INVALID_ARGUMENT, "The same saveable will be restored with two names");
     vg_graph_free(g);
 }
 
 /* cifar10_eval.py: restore the moving averages into the model's variables. */
 static void test_ema_variables_to_restore(void) {
     vg_status st;
-    char prefix[800], path[700], out[900];
-    ckpt_dir_prefix("ema", path, sizeof path, prefix, sizeof prefix);
+    ckpt_paths p = ckpt_in("ema");
     vg_graph *g = vg_graph_new();
     float v0[2] = {10, 20};
     vg_variable v = var_const(g, "v", v0, 2);
@@ -128,7 +132,7 @@ static void test_ema_variables_to_restore(void) {
         /* v = 0, then shadow = 0.5 * 10 + 0.5 * 0 = 5 */
         CHECK_OK(vg_session_run_targets(s, &assign.op, 1, &st), &st);
         CHECK_OK(vg_session_run_targets(s, &upd, 1, &st), &st);
-        CHECK_OK(vg_saver_save(sv, s, prefix, -1, out, sizeof out, &st), &st);
+        CHECK_OK(vg_saver_save(sv, s, p.prefix, -1, p.out, sizeof p.out, &st), &st);
     }
     vg_session_free(s);
     vg_saver_free(sv);
@@ -150,7 +154,7 @@ static void test_ema_variables_to_restore(void) {
     sv = vg_saver_new(g, &o, &st);
     s = initialized_session(g);
     if (sv && s) {
-        CHECK_OK(vg_saver_restore(sv, s, out, &st), &st);
+        CHECK_OK(vg_saver_restore(sv, s, p.out, &st), &st);
         CHECK_NEAR(fetch0(s, v.read, 0), 5, 1e-6);
         CHECK_NEAR(fetch0(s, v.read, 1), 10, 1e-6);
     }
@@ -163,8 +167,7 @@ static void test_ema_variables_to_restore(void) {
 
 static void test_init_from_checkpoint(void) {
     vg_status st;
-    char dir[600], prefix[700], out[900];
-    ckpt_dir_prefix("warm", dir, sizeof dir, prefix, sizeof prefix);
+    ckpt_paths p = ckpt_in("warm");
     vg_graph *g = vg_graph_new();
     float a[3] = {1, 2, 3}, b[2] = {4, 5}, c[1] = {6};
     var_const(g, "old/layer/w", a, 3);
@@ -172,7 +175,7 @@ static void test_init_from_checkpoint(void) {
     var_const(g, "other", c, 1);
     vg_saver *sv = vg_saver_new(g, NULL, &st);
     vg_session *s = initialized_session(g);
-    if (sv && s) CHECK_OK(vg_saver_save(sv, s, prefix, 3, out, sizeof out, &st), &st);
+    if (sv && s) CHECK_OK(vg_saver_save(sv, s, p.prefix, 3, p.out, sizeof p.out, &st), &st);
     free_session_saver_graph(s, sv, g);
 
     g = vg_graph_new();
@@ -180,7 +183,7 @@ static void test_init_from_checkpoint(void) {
     vg_variable w = var_const(g, "new/layer/w", z3, 3), bb = var_const(g, "new/layer/b", z2, 2);
     vg_variable o = var_const(g, "mine", z1, 1), keep = var_const(g, "untouched", z1, 1);
     const char *ck[2] = {"old/", "other"}, *cur[2] = {"new/", "mine"};
-    CHECK_OK(vg_init_from_checkpoint(g, dir, ck, cur, 2, &st), &st); /* a directory: its latest */
+    CHECK_OK(vg_init_from_checkpoint(g, p.dir, ck, cur, 2, &st), &st); /* a directory: its latest */
     CHECK(vg_graph_op_by_name(g, "checkpoint_initializer") != NULL);
     CHECK(strcmp(vg_op_type(vg_variable_initializer(w.var)), "Assign") == 0);
     s = initialized_session(g);
@@ -193,17 +196,17 @@ static void test_init_from_checkpoint(void) {
     vg_session_free(s);
     /* errors: a missing tensor, a shape mismatch, a scope mapped to a name, no checkpoint */
     const char *ck1[1] = {"nope"}, *cur1[1] = {"mine"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, out, ck1, cur1, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Tensor nope is not found in");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck1, cur1, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Tensor nope is not found in");
     const char *ck2[1] = {"old/layer/w"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, out, ck2, cur1, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Shape of variable mine ([1]) doesn't match with shape of tensor old/layer/w ([3])");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck2, cur1, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Shape of variable mine ([1]) doesn't match with shape of tensor old/layer/w ([3])");
     const char *ck3[1] = {"old/layer/w"}, *cur3[1] = {"new/"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, out, ck3, cur3, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Should be 'scope/': 'other_scope/'");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck3, cur3, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Should be 'scope/': 'other_scope/'");
     const char *ck4[1] = {"zzz/"}, *cur4[1] = {"new/"};
-    CHECK_EQ_INT(vg_init_from_checkpoint(g, out, ck4, cur4, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Tensor zzz/layer/b (layer/b in zzz/) is not found");
+    CHECK_STATUS(vg_init_from_checkpoint(g, p.out, ck4, cur4, 1, &st), &st, VG_INVALID_ARGUMENT,
+                 "Tensor zzz/layer/b (layer/b in zzz/) is not found");
     char missing[700];
     snprintf(missing, sizeof missing, "%s/none", g_dir);
     CHECK_EQ_INT(vg_init_from_checkpoint(g, missing, ck1, cur1, 1, &st), VG_NOT_FOUND);

@@ -7,6 +7,7 @@
  * history has one row per decoded step (each a distribution over the unmasked
  * memory), as tensorflow/nmt's greedy inference draws its attention images from. */
 #include "test_util.h"
+#include "kernels_fixture.h"
 #include "vigil/vigil.h"
 #include <string.h>
 
@@ -135,8 +136,7 @@ static void test_history_overflow_fails(void) {
     vg_session *s = session(&b, &memv);
     vg_tensor *o = NULL;
     vg_code rc = vg_session_run(s, NULL, &b.mem, &memv, 1, &state[5], &o, 1, NULL, 0, NULL, &st);
-    CHECK_CODE(rc, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "more decoding steps than alignment_history_max_steps");
+    CHECK_STATUS(rc, &st, VG_INVALID_ARGUMENT, "more decoding steps than alignment_history_max_steps");
     vg_tensor_free(o);
     vg_tensor_free(memv);
     vg_session_free(s);

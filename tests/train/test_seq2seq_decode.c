@@ -9,6 +9,16 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 
+/* The end of a decoding test: frees the session, the decoder, its helper, the cell and
+ * the graph (any may be NULL), in that order. */
+static void free_decode_run(vg_session *s, vg_decoder *d, vg_decoder_helper *h, vg_rnn_cell *cell, vg_graph *g) {
+    vg_session_free(s);
+    vg_decoder_free(d);
+    vg_decoder_helper_free(h);
+    vg_rnn_cell_free(cell);
+    vg_graph_free(g);
+}
+
 /* out = input; state' = state + input */
 static vg_code id_call(vg_graph *g, vg_output x, const vg_output *s, vg_output *out, vg_output *ns, void *user) {
     (void)user;
@@ -78,50 +88,45 @@ static void run_greedy(bool impute, int max_it, bool time_major, greedy_result *
         }
     }
     for (int i = 0; i < 4; i++) vg_tensor_free(v[i]);
-    vg_session_free(s);
-    vg_decoder_free(d);
-    vg_decoder_helper_free(h);
-    vg_rnn_cell_free(cell);
-    vg_graph_free(g);
+    free_decode_run(s, d, h, cell, g);
+}
+
+/* Three greedy steps over the batch (maximum_iterations unset): the ids, the one-hot
+ * outputs (zero where impute_finished masks a finished batch entry), the lengths 3 and
+ * 1 and the final state. */
+typedef struct greedy_case {
+    bool impute;
+    int32_t ids[2][3];
+    float state[2][4];
+} greedy_case;
+
+static void check_greedy_three_steps(const greedy_case *c) {
+    greedy_result r;
+    run_greedy(c->impute, -1, false, &r);
+    CHECK_EQ_INT(r.T, 3);
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 3; t++) {
+            CHECK_EQ_INT(r.ids[b][t], c->ids[b][t]);
+            bool zero = c->impute && b == 1 && t > 0;
+            for (int k = 0; k < 4; k++) CHECK_NEAR(r.out[b][t][k], !zero && k == c->ids[b][t] ? 1.0 : 0.0, 0);
+        }
+    CHECK_EQ_INT(r.len[0], 3);
+    CHECK_EQ_INT(r.len[1], 1);
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 4; k++) CHECK_NEAR(r.state[b][k], c->state[b][k], 0);
 }
 
 /* batch 0 from token 0: 1, 2, 3 (end at step 2); batch 1 from 2: 3 (end at step 0), then
- * the loop goes on for batch 0 and batch 1 keeps decoding: 0, 1. */
+ * the loop goes on for batch 0 and batch 1 keeps decoding: 0, 1; the state sums every
+ * step's input, finished or not. */
 static void test_greedy_decode_no_impute(void) {
-    greedy_result r;
-    run_greedy(false, -1, false, &r);
-    CHECK_EQ_INT(r.T, 3);
-    const int32_t want[2][3] = {{1, 2, 3}, {3, 0, 1}};
-    for (int b = 0; b < 2; b++)
-        for (int t = 0; t < 3; t++) {
-            CHECK_EQ_INT(r.ids[b][t], want[b][t]);
-            for (int k = 0; k < 4; k++) CHECK_NEAR(r.out[b][t][k], k == want[b][t] ? 1.0 : 0.0, 0);
-        }
-    CHECK_EQ_INT(r.len[0], 3);
-    CHECK_EQ_INT(r.len[1], 1);
-    /* the state sums every step's input, finished or not */
-    const float st[2][4] = {{0, 1, 1, 1}, {1, 1, 0, 1}};
-    for (int b = 0; b < 2; b++)
-        for (int k = 0; k < 4; k++) CHECK_NEAR(r.state[b][k], st[b][k], 0);
+    check_greedy_three_steps(&(greedy_case){false, {{1, 2, 3}, {3, 0, 1}}, {{0, 1, 1, 1}, {1, 1, 0, 1}}});
 }
 
+/* impute_finished: batch 1's ids and outputs are zeros after its first step, its state
+ * is copied through. */
 static void test_greedy_decode_impute_finished(void) {
-    greedy_result r;
-    run_greedy(true, -1, false, &r);
-    CHECK_EQ_INT(r.T, 3);
-    const int32_t want[2][3] = {{1, 2, 3}, {3, 0, 0}};
-    for (int b = 0; b < 2; b++)
-        for (int t = 0; t < 3; t++) {
-            CHECK_EQ_INT(r.ids[b][t], want[b][t]);
-            bool zero = b == 1 && t > 0;
-            for (int k = 0; k < 4; k++) CHECK_NEAR(r.out[b][t][k], !zero && k == want[b][t] ? 1.0 : 0.0, 0);
-        }
-    CHECK_EQ_INT(r.len[0], 3);
-    CHECK_EQ_INT(r.len[1], 1);
-    /* batch 1's state is copied through after its first step */
-    const float st[2][4] = {{0, 1, 1, 1}, {0, 0, 0, 1}};
-    for (int b = 0; b < 2; b++)
-        for (int k = 0; k < 4; k++) CHECK_NEAR(r.state[b][k], st[b][k], 0);
+    check_greedy_three_steps(&(greedy_case){true, {{1, 2, 3}, {3, 0, 0}}, {{0, 1, 1, 1}, {0, 0, 0, 1}}});
 }
 
 static void test_greedy_decode_maximum_iterations(void) {
@@ -321,11 +326,7 @@ static vg_tensor *run_sample(const float *emb, double temperature, int max_it) {
     vg_session *s = vg_session_new(g, NULL, &st);
     vg_tensor *ids = NULL;
     CHECK_OK(vg_session_run1(s, outs[1], &ids, &st), &st);
-    vg_session_free(s);
-    vg_decoder_free(d);
-    vg_decoder_helper_free(h);
-    vg_rnn_cell_free(cell);
-    vg_graph_free(g);
+    free_decode_run(s, d, h, cell, g);
     return ids;
 }
 
@@ -391,11 +392,7 @@ static void run_scheduled(double prob, int32_t ids[2][3], float out[2][3][4]) {
     }
     vg_tensor_free(v[0]);
     vg_tensor_free(v[1]);
-    vg_session_free(s);
-    vg_decoder_free(d);
-    vg_decoder_helper_free(h);
-    vg_rnn_cell_free(cell);
-    vg_graph_free(g);
+    free_decode_run(s, d, h, cell, g);
 }
 
 static void test_scheduled_embedding_training_helper(void) {

@@ -49,6 +49,7 @@
  *     import_meta_graph's Saver-or-None result is Python-side.
  */
 #include "test_util.h"
+#include "kernels_fixture.h"
 #include "train_fixture.h"
 #include "status_fixture.h"
 #include "session_test_util.h"
@@ -59,16 +60,12 @@
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-static char g_tmp[64];
-
-static char *tmp_path(char *out, size_t len, const char *name) {
-    snprintf(out, len, "%s/%s", g_tmp, name);
-    return out;
-}
+#define TMPDIR_TAG "tfsaver"
+#include "tmpdir_util.h"
 
 /* A fresh sub-directory of the temp dir (TF's _get_test_dir). */
 static char *test_dir(char *out, size_t len, const char *name) {
-    tmp_path(out, len, name);
+    snprintf(out, len, "%s/%s", g_dir, name);
     mkdir(out, 0755);
     return out;
 }
@@ -150,7 +147,7 @@ static int64_t num_uninitialized(vg_graph *g, vg_session *s) {
 /* SaverTest.basicSaveRestore (testBasic: Variable, testResourceBasic: ResourceVariable) */
 static void basic_save_restore(bool resource) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "basic_save_restore");
+    tmp_path(save_path, "basic_save_restore");
     const char *names[2] = {"v0", "v1"};
     vg_status st;
     {
@@ -266,7 +263,7 @@ static void test_tfsaver__no_ops_outside_save_scope(void) {
 /* SaverTest.testInt64 */
 static void test_tfsaver__int64(void) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "int64");
+    tmp_path(save_path, "int64");
     const char *name = "v";
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -293,7 +290,7 @@ static void test_tfsaver__int64(void) {
 /* SaverTest.testBasicsWithListOfVariables */
 static void test_tfsaver__basics_with_list_of_variables(void) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "basics_with_list");
+    tmp_path(save_path, "basics_with_list");
     vg_status st;
     {
         vg_graph *g = vg_graph_new();
@@ -363,7 +360,7 @@ static void save_and_load(const char *var_name, float var_value, float other_val
 /* SaverTest.testCacheRereadsFile */
 static void test_tfsaver__cache_rereads_file(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "cache_rereads");
+    tmp_path(save_path, "cache_rereads");
     save_and_load("var0", 0.0f, 1.0f, save_path);
     save_and_load("var1", 1.1f, 2.2f, save_path);
 }
@@ -399,7 +396,7 @@ static void test_tfsaver__allow_empty(void) {
 /* SaverTest.testVariables: Saver() saves all global variables. */
 static void test_tfsaver__variables(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "variables");
+    tmp_path(save_path, "variables");
     vg_status st;
     const int64_t d3 = 3;
     {
@@ -432,7 +429,7 @@ static void test_tfsaver__variables(void) {
  * InvalidArgumentError "Assign requires shapes of both tensors to match.". */
 static void test_tfsaver__reshape(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "variables_reshape");
+    tmp_path(save_path, "variables_reshape");
     vg_status st;
     {
         vg_graph *g = vg_graph_new();
@@ -449,15 +446,15 @@ static void test_tfsaver__reshape(void) {
     vg_variable_new(g, NULL, vg_const_fill(g, VG_FLOAT, (int64_t[]){3, 2}, 2, 0.0, NULL), VG_VAR_TRAINABLE);
     vg_saver *save = vg_saver_new(g, NULL, &st);
     vg_session *s = new_session(g);
-    CHECK_CODE(vg_saver_restore(save, s, save_path, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Assign requires shapes of both tensors to match.");
+    CHECK_STATUS(vg_saver_restore(save, s, save_path, &st), &st, VG_INVALID_ARGUMENT,
+                 "Assign requires shapes of both tensors to match.");
     free_session_saver_graph(s, save, g);
 }
 
 /* SaverTest.testSaveWithGlobalStep (an int global step): "<save_path>-5". */
 static void test_tfsaver__save_with_global_step(void) {
     char save_path[512], val[512], want[600];
-    tmp_path(save_path, sizeof save_path, "ckpt_with_global_step");
+    tmp_path(save_path, "ckpt_with_global_step");
     save_and_load("var0", 0.0f, 1.0f, save_path);
     vg_graph *g = vg_graph_new();
     tvar var = make_f32(g, true, "var0", 1.0f);
@@ -476,7 +473,7 @@ static void test_tfsaver__save_with_global_step(void) {
  * variable is InvalidArgumentError "... original dtype ...". */
 static void test_tfsaver__validate_variable_dtype(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "basic_save_restore_dtype");
+    tmp_path(save_path, "basic_save_restore_dtype");
     const char *name = "v0";
     for (int resource = 0; resource <= 1; resource++) {
         vg_status st;
@@ -491,8 +488,7 @@ static void test_tfsaver__validate_variable_dtype(void) {
         tvar wrong = make_var(g, resource, "v0", vg_const_i32(g, 1, NULL));
         save = saver_of(g, &wrong, &name, 1, NULL);
         s = new_session(g);
-        CHECK_CODE(vg_saver_restore(save, s, save_path, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "original dtype");
+        CHECK_STATUS(vg_saver_restore(save, s, save_path, &st), &st, VG_INVALID_ARGUMENT, "original dtype");
         free_session_saver_graph(s, save, g);
     }
 }
@@ -503,7 +499,7 @@ static void test_tfsaver__validate_variable_dtype(void) {
  * latest_checkpoint names it. */
 static void test_tfsaver__sharded_basics(void) {
     char save_path[512], val[512], buf[600];
-    tmp_path(save_path, sizeof save_path, "sharded_basics");
+    tmp_path(save_path, "sharded_basics");
     const char *names[2] = {"v0", "v1"};
     vg_saver_options o = {0};
     o.sharded = true;
@@ -531,7 +527,7 @@ static void test_tfsaver__sharded_basics(void) {
     CHECK_OK(vg_saver_restore(save, s, save_path, &st), &st);
     CHECK_NEAR(fetch_scalar(s, v[0].value), 10, 0);
     CHECK_NEAR(fetch_scalar(s, v[1].value), 20, 0);
-    const char *latest = vg_latest_checkpoint(g_tmp, buf, sizeof buf);
+    const char *latest = vg_latest_checkpoint(g_dir, buf, sizeof buf);
     CHECK(latest && strcmp(latest, save_path) == 0);
     free_session_saver_graph(s, save, g);
 }
@@ -802,7 +798,7 @@ static void test_tfsaver__keep_checkpoint_every_n_hours(void) {
  * testNonReshapeResourceVariable) */
 static void non_reshape(bool resource) {
     char save_path[512], val[512];
-    tmp_path(save_path, sizeof save_path, "non_reshape");
+    tmp_path(save_path, "non_reshape");
     const char *mapped[2] = {"save_prefix/v0", "save_prefix/v1"}, *plain[2] = {"v0", "v1"};
     vg_status st;
     {
@@ -817,8 +813,7 @@ static void non_reshape(bool resource) {
         CHECK(strcmp(val, save_path) == 0);
         /* the original names are not in the checkpoint */
         vg_saver *save_plain = saver_of(g, v, plain, 2, NULL);
-        CHECK_CODE(vg_saver_restore(save_plain, s, save_path, &st), VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "not found in checkpoint");
+        CHECK_STATUS(vg_saver_restore(save_plain, s, save_path, &st), &st, VG_NOT_FOUND, "not found in checkpoint");
         vg_saver_free(save_plain);
         free_session_saver_graph(s, save, g);
     }
@@ -858,8 +853,7 @@ static void test_tfsaver__name_collision(void) {
     vg_status st;
     vg_saver_options o = {0};
     vg_saver *saver = vg_saver_new(g, &o, &st);
-    CHECK_CODE(vg_saver_save(saver, s, filepath, -1, NULL, 0, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "collides with");
+    CHECK_STATUS(vg_saver_save(saver, s, filepath, -1, NULL, 0, &st), &st, VG_INVALID_ARGUMENT, "collides with");
     CHECK_OK(vg_saver_save(saver, s, filepath, 1, NULL, 0, &st), &st);
     CHECK(vg_latest_checkpoint("train/", buf, sizeof buf) != NULL);
     vg_saver_free(saver);
@@ -918,25 +912,17 @@ static void test_tfsaver__relative_path(void) {
 /* ------------------------------------------------------------------------ */
 /* CheckpointStateTest */
 
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fputs(text, f);
-    fclose(f);
-}
-
 /* CheckpointStateTest.testCheckPointStateFailsWhenIncomplete: an empty state file is
  * ValueError ("Invalid checkpoint state loaded from ..."). */
 static void test_tfsaver__state_fails_when_incomplete(void) {
     char save_dir[512], p[600];
     test_dir(save_dir, sizeof save_dir, "checkpoint_state_fails_when_incomplete");
     snprintf(p, sizeof p, "%s/checkpoint", save_dir);
-    write_text(p, "");
+    tu_write_text(p, "");
     vg_checkpoint_state *cs = NULL;
     vg_status st;
-    CHECK_CODE(vg_get_checkpoint_state(save_dir, &cs, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Invalid checkpoint state loaded from");
+    CHECK_STATUS(vg_get_checkpoint_state(save_dir, &cs, &st), &st, VG_INVALID_ARGUMENT,
+                 "Invalid checkpoint state loaded from");
     CHECK(cs == NULL);
     vg_checkpoint_state_free(cs);
 }
@@ -946,7 +932,7 @@ static void test_tfsaver__state_completes_relative_paths(void) {
     char save_dir[512], p[600], want[3][700];
     test_dir(save_dir, sizeof save_dir, "checkpoint_completes_relative_paths");
     snprintf(p, sizeof p, "%s/checkpoint", save_dir);
-    write_text(p, "\n        model_checkpoint_path: \"./model.ckpt-687529\"\n"
+    tu_write_text(p, "\n        model_checkpoint_path: \"./model.ckpt-687529\"\n"
                   "        all_model_checkpoint_paths: \"./model.ckpt-687500\"\n"
                   "        all_model_checkpoint_paths: \"./model.ckpt-687529\"\n        ");
     snprintf(want[0], sizeof want[0], "%s/./model.ckpt-687529", save_dir);
@@ -996,7 +982,7 @@ static void test_tfsaver__meta_graph_wrong_contents(void) {
     test_dir(dir, sizeof dir, "binary_and_text_wrong");
     snprintf(filename, sizeof filename, "%s/metafile", dir);
     vg_status st;
-    write_text(filename, "filename_tensor_name: \"save/Const:0\"\nsave_tensor_name: \"save/control_dependency:0\"\n"
+    tu_write_text(filename, "filename_tensor_name: \"save/Const:0\"\nsave_tensor_name: \"save/control_dependency:0\"\n"
                          "restore_op_name: \"save/restore_all\"\nmax_to_keep: 5\nkeep_checkpoint_every_n_hours: 10000.0\n"
                          "version: V2\n");
     vg_graph *h = vg_graph_new();
@@ -1041,7 +1027,7 @@ static void test_tfsaver__import_into_namescope_without_variables(void) {
  * get_tensor, a missing tensor) and testNonexistentPath */
 static void test_tfsaver__checkpoint_reader(void) {
     char save_path[512];
-    tmp_path(save_path, sizeof save_path, "ckpt_for_debug_string2");
+    tmp_path(save_path, "ckpt_for_debug_string2");
     vg_status st;
     vg_graph *g = vg_graph_new();
     const float vals[6] = {1, 2, 3, 4, 5, 6};
@@ -1071,22 +1057,17 @@ static void test_tfsaver__checkpoint_reader(void) {
             vg_tensor_free(t);
         }
         CHECK(vg_checkpoint_reader_read(r, "v3", &st) == NULL);
-        CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "v3 not found in checkpoint");
+        EXPECT_STATUS(&st, VG_NOT_FOUND, "v3 not found in checkpoint");
         vg_checkpoint_reader_free(r);
     }
     free_session_saver_graph(s, save, g);
     /* testNonexistentPath */
     CHECK(vg_checkpoint_reader_new("non-existent", &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "Unsuccessful TensorSliceReader");
+    EXPECT_STATUS(&st, VG_NOT_FOUND, "Unsuccessful TensorSliceReader");
 }
 
 int main(void) {
-    if (!tu_mkdtemp(g_tmp, sizeof g_tmp, "tfsaver")[0]) {
-        perror("mkdtemp");
-        return 1;
-    }
+    make_tmpdir();
     RUN_TEST(test_tfsaver__basic);
     RUN_TEST(test_tfsaver__resource_basic);
     RUN_TEST(test_tfsaver__resource_read_ops_deterministic);
@@ -1116,6 +1097,6 @@ int main(void) {
     (void)test_tfsaver__meta_graph_wrong_contents;
     RUN_TEST(test_tfsaver__import_into_namescope_without_variables);
     RUN_TEST(test_tfsaver__checkpoint_reader);
-    tu_rmrf(g_tmp);
+    remove_tmpdir();
     TEST_MAIN_END();
 }

@@ -1274,17 +1274,11 @@ static void test_custom_getter_with_reuse(void) {
 static vg_variable two_var_sum_getter(vg_graph *g, vg_getter_fn getter, void *ctx, const vg_getter_args *a,
                                       void *user) {
     (void)user;
-    char n0[512], n1[512];
-    snprintf(n0, sizeof n0, "%s/0", a->name);
-    snprintf(n1, sizeof n1, "%s/1", a->name);
-    vg_getter_args b = *a;
-    b.name = n0;
-    vg_variable g_0 = getter(g, &b, ctx);
-    b.name = n1;
-    vg_variable g_1 = getter(g, &b, ctx);
+    vg_variable two[2];
+    get_two_sub_variables(g, getter, ctx, a, two);
     vg_graph_push_scope(g, "custom_getter");
-    vg_variable r = g_0;
-    r.read = vg_add(g, g_0.read, g_1.read, "add");
+    vg_variable r = two[0];
+    r.read = vg_add(g, two[0].read, two[1].read, "add");
     vg_graph_pop_scope(g);
     return r;
 }

@@ -80,8 +80,7 @@ static void test_guard__wait_for_session_insufficient_ready_for_local_init_check
     po.max_wait_secs = 0.2;
     vg_session *s = vg_session_manager_wait_for_session(sm, &po, &st);
     CHECK(s == NULL);
-    CHECK_EQ_INT(st.code, VG_DEADLINE_EXCEEDED);
-    CHECK_STR_CONTAINS(st.msg, "Session was not ready after waiting");
+    EXPECT_STATUS(&st, VG_DEADLINE_EXCEEDED, "Session was not ready after waiting");
     vg_session_free(s);
     vg_session_manager_free(sm);
     vg_graph_free(g);
