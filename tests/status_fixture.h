@@ -50,8 +50,8 @@ static inline void expect_code_msg_at(const char *file, int line, const char *wh
 
 /* Checks that a status st has code and (msg != NULL) a message that contains msg; each
  * mismatch printed with the caller's file:line. */
-#define EXPECT_STATUS(st, code, msg) \
-    expect_code_msg_at(__FILE__, __LINE__, "the status", (int)(st)->code, (st), (code), (msg))
+#define EXPECT_STATUS(st, want, msg) \
+    expect_code_msg_at(__FILE__, __LINE__, "the status", (int)(st)->code, (st), (want), (msg))
 
 /* Checks that a constructor refused: it returned got == NULL and set st's code to code.
  * Use through EXPECT_REFUSED. */
