@@ -8,6 +8,7 @@
  * and kept equal by allreduce): its Server.join() returns at once, so a ps/worker
  * program runs unchanged and its ps processes, if started outside mpirun, just exit.
  */
+#include "monitored/hooks/hooks_internal.h"
 #include "monitored_internal.h"
 #include "vigil/distributed.h"
 #include "vigil/hooks.h"
@@ -25,13 +26,6 @@ struct vg_cluster_spec {
     job *jobs;
     int njobs;
 };
-
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = vg_malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
 
 vg_cluster_spec *vg_cluster_spec_new(void) { return vg_calloc(1, sizeof(vg_cluster_spec)); }
 
@@ -63,10 +57,10 @@ vg_code vg_cluster_spec_add_job(vg_cluster_spec *cs, const char *name, const cha
     cs->jobs = nj;
     job *j = &cs->jobs[cs->njobs];
     memset(j, 0, sizeof *j);
-    j->name = dup_str(name);
+    j->name = vg__hk_strdup(name);
     j->hosts = vg_calloc((size_t)(n ? n : 1), sizeof(char *));
     bool ok = j->name && j->hosts;
-    for (int i = 0; ok && i < n; i++) ok = (j->hosts[i] = dup_str(hosts[i])) != NULL;
+    for (int i = 0; ok && i < n; i++) ok = (j->hosts[i] = vg__hk_strdup(hosts[i])) != NULL;
     j->n = n;
     cs->njobs++;
     if (!ok) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in ClusterSpec");
@@ -75,7 +69,7 @@ vg_code vg_cluster_spec_add_job(vg_cluster_spec *cs, const char *name, const cha
 
 vg_code vg_cluster_spec_parse_job(vg_cluster_spec *cs, const char *name, const char *comma_hosts, vg_status *st) {
     if (!comma_hosts) return vg_status_set(st, VG_INVALID_ARGUMENT, "ClusterSpec: NULL host list for job '%s'", name ? name : "");
-    char *copy = dup_str(comma_hosts);
+    char *copy = vg__hk_strdup(comma_hosts);
     if (!copy) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in ClusterSpec");
     const char *hosts[256];
     int n = 0;

@@ -97,9 +97,7 @@ typedef struct summary_at_end {
 
 static void sae_destroy(void *p) {
     summary_at_end *h = p;
-    if (!h) return;
-    vg_free(h->log_dir);
-    vg_free(h);
+    vg__hk_free_with(h, h ? h->log_dir : NULL);
 }
 
 static vg_code sae_begin(void *p, vg_graph *g, vg_status *st) {

@@ -463,8 +463,11 @@ vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_si
 }
 
 /* The caller's arrays: a count > 0 needs its array (INVALID_ARGUMENT names it); out
- * slots are cleared. */
-static vg_code check_run_args(const vg_run_args *a, vg_tensor **out, vg_status *st) {
+ * slots are cleared. NULL *args becomes empty run args (nothing to run). */
+static vg_code check_run_args(const vg_run_args **args, vg_tensor **out, vg_status *st) {
+    static const vg_run_args none = {0};
+    if (!*args) *args = &none;
+    const vg_run_args *a = *args;
     if (a->nfetches < 0 || a->nfeeds < 0 || a->ntargets < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "negative count in run args");
     if (a->nfetches > 0 && !out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL with %d fetches", a->nfetches);
@@ -481,9 +484,7 @@ static vg_code check_run_args(const vg_run_args *a, vg_tensor **out, vg_status *
 
 vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *args, vg_tensor **out,
                                  vg_run_metadata *md, vg_status *st) {
-    vg_run_args none = {0};
-    if (!args) args = &none;
-    vg_code rc = check_run_args(args, out, st);
+    vg_code rc = check_run_args(&args, out, st);
     if (rc != VG_OK) return rc;
     if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
     if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
@@ -504,9 +505,7 @@ vg_session *vg_step_context_session(const vg_step_context *sc) { return sc ? sc-
 
 vg_code vg_step_context_run_with_hooks(vg_step_context *sc, const vg_run_args *args, vg_tensor **out,
                                        vg_run_metadata *md, vg_status *st) {
-    vg_run_args none = {0};
-    if (!args) args = &none;
-    vg_code rc = check_run_args(args, out, st);
+    vg_code rc = check_run_args(&args, out, st);
     if (rc != VG_OK) return rc;
     if (!sc) return vg_status_set(st, VG_INVALID_ARGUMENT, "step context is NULL");
     vg_monitored_session *ms = sc->ms;

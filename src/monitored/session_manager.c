@@ -6,6 +6,7 @@
  * newest checkpoint of checkpoint_dir, else init_op + init_fn -> local_init_op (when
  * the model is ready for it) -> ready check.
  */
+#include "monitored/hooks/hooks_internal.h"
 #include "monitored_internal.h"
 #include "vigil/hooks.h"
 #include <stdio.h>
@@ -301,14 +302,6 @@ typedef struct creator {
     vg_dir_lock *lock; /* the chief's lock on checkpoint_dir (dir_lock.c) */
 } creator;
 
-static char *dup_str(const char *s) {
-    if (!s) return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = vg_malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
 static void creator_destroy(void *p) {
     creator *c = p;
     if (!c) return;
@@ -354,8 +347,8 @@ static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const
         c->own_scaffold = true;
     }
     if (config) { c->config = *config; c->has_config = true; }
-    c->checkpoint_dir = dup_str(dir);
-    c->checkpoint_filename_with_path = dup_str(path);
+    c->checkpoint_dir = vg__hk_strdup(dir);
+    c->checkpoint_filename_with_path = vg__hk_strdup(path);
     c->max_wait_secs = max_wait;
     if (!c->scaffold || (dir && !c->checkpoint_dir) || (path && !c->checkpoint_filename_with_path)) {
         creator_destroy(c);

@@ -173,6 +173,17 @@ static void set_params(vg_distribution *d, const vg_output *v, int n, vg_op *con
     if (nchecks) vg_graph_pop_control_deps(d->g);
 }
 
+/* The end of every constructor: the n parameters as identities under the nchecks
+ * validation checks, the batch and event shapes from full (the parameters' broadcast
+ * shape; event_rank 1: its last dim is the event), then the scope closed. */
+static vg_distribution *dist_finish(vg_distribution *d, const vg_output *v, int n, vg_op *const *checks, int nchecks,
+                                    vg_shape full, int event_rank) {
+    set_params(d, v, n, checks, nchecks);
+    d->batch = event_rank ? drop_last(full) : full;
+    d->event = event_rank ? vg_shape_make(&full.dims[full.ndims - 1], 1) : vg_shape_make(NULL, 0);
+    return dist_close(d);
+}
+
 static bool same_float(vg_distribution *d, vg_output a, vg_output b) {
     vg_dtype da = vg_output_dtype(a), db = b.op ? vg_output_dtype(b) : da;
     if (!is_float(da) || da != db) {
@@ -239,13 +250,9 @@ vg_distribution *vg_normal(vg_graph *g, vg_output loc, vg_output scale, bool val
     if (!d) return NULL;
     if (!loc.op || !scale.op) return dist_fail(d, VG_INVALID_ARGUMENT, "loc and scale are required");
     if (!same_float(d, loc, scale)) return dist_close(d);
-    vg_op *chk[1];
-    int nc = 0;
-    if (validate_args) chk[nc++] = vg_assert_positive(g, scale, NULL, 3, NULL);
-    set_params(d, (vg_output[]){loc, scale}, 2, chk, nc);
-    d->batch = bcast(vg_output_shape(loc), vg_output_shape(scale));
-    d->event = vg_shape_make(NULL, 0);
-    return dist_close(d);
+    vg_op *chk = validate_args ? vg_assert_positive(g, scale, NULL, 3, NULL) : NULL;
+    return dist_finish(d, (vg_output[]){loc, scale}, 2, &chk, validate_args, bcast(vg_output_shape(loc), vg_output_shape(scale)),
+                       0);
 }
 
 /* ---- Bernoulli (bernoulli.py) ------------------------------------------------------- */
@@ -485,13 +492,9 @@ vg_distribution *vg_uniform(vg_graph *g, vg_output low, vg_output high, bool val
     if (!low.op) low = scal(g, dt, 0, "low/value");
     if (!high.op) high = scal(g, dt, 1, "high/value");
     if (!same_float(d, low, high)) return dist_close(d);
-    vg_op *chk[1];
-    int nc = 0;
-    if (validate_args) chk[nc++] = vg_assert_less(g, low, high, "uniform not defined when low >= high.", 3, NULL);
-    set_params(d, (vg_output[]){low, high}, 2, chk, nc);
-    d->batch = bcast(vg_output_shape(low), vg_output_shape(high));
-    d->event = vg_shape_make(NULL, 0);
-    return dist_close(d);
+    vg_op *chk = validate_args ? vg_assert_less(g, low, high, "uniform not defined when low >= high.", 3, NULL) : NULL;
+    return dist_finish(d, (vg_output[]){low, high}, 2, &chk, validate_args, bcast(vg_output_shape(low), vg_output_shape(high)),
+                       0);
 }
 
 /* ---- MultivariateNormalDiag (mvn_diag.py) ------------------------------------------ */
@@ -561,15 +564,10 @@ vg_distribution *vg_mvn_diag(vg_graph *g, vg_output loc, vg_output scale_diag, b
     vg_shape full = bcast(sl, ss);
     if (full.ndims < 1 || full.dims[full.ndims - 1] < 0)
         return dist_fail(d, VG_INVALID_ARGUMENT, "the event size (last dim) must be known and agree");
-    vg_op *chk[1];
-    int nc = 0;
-    if (validate_args)
-        chk[nc++] = vg_assert_none_equal(g, scale_diag, scal(g, d->pdt, 0, "zero"),
-                                         "Singular operator: Diagonal contained zero values.", 3, NULL);
-    set_params(d, (vg_output[]){loc, scale_diag}, 2, chk, nc);
-    d->batch = drop_last(full);
-    d->event = vg_shape_make(&full.dims[full.ndims - 1], 1);
-    return dist_close(d);
+    vg_op *chk = validate_args ? vg_assert_none_equal(g, scale_diag, scal(g, d->pdt, 0, "zero"),
+                                                      "Singular operator: Diagonal contained zero values.", 3, NULL)
+                               : NULL;
+    return dist_finish(d, (vg_output[]){loc, scale_diag}, 2, &chk, validate_args, full, 1);
 }
 
 /* ---- Beta (beta.py) ----------------------------------------------------------------- */
@@ -658,10 +656,8 @@ vg_distribution *vg_beta(vg_graph *g, vg_output concentration1, vg_output concen
         chk[nc++] = vg_assert_positive(g, concentration1, "Concentration parameter must be positive.", 3, NULL);
         chk[nc++] = vg_assert_positive(g, concentration0, "Concentration parameter must be positive.", 3, NULL);
     }
-    set_params(d, (vg_output[]){concentration1, concentration0}, 2, chk, nc);
-    d->batch = bcast(vg_output_shape(concentration1), vg_output_shape(concentration0));
-    d->event = vg_shape_make(NULL, 0);
-    return dist_close(d);
+    return dist_finish(d, (vg_output[]){concentration1, concentration0}, 2, chk, nc,
+                       bcast(vg_output_shape(concentration1), vg_output_shape(concentration0)), 0);
 }
 
 /* ---- Dirichlet (dirichlet.py) -------------------------------------------------------- */
@@ -749,14 +745,9 @@ vg_distribution *vg_dirichlet(vg_graph *g, vg_output concentration, bool validat
     vg_shape s = vg_output_shape(concentration);
     if (s.ndims < 1 || s.dims[s.ndims - 1] < 0)
         return dist_fail(d, VG_INVALID_ARGUMENT, "concentration needs a known rank >= 1 and a known last dim");
-    vg_op *chk[1];
-    int nc = 0;
-    if (validate_args)
-        chk[nc++] = vg_assert_positive(g, concentration, "Concentration parameter must be positive.", 3, NULL);
-    set_params(d, &concentration, 1, chk, nc);
-    d->batch = drop_last(s);
-    d->event = vg_shape_make(&s.dims[s.ndims - 1], 1);
-    return dist_close(d);
+    vg_op *chk =
+        validate_args ? vg_assert_positive(g, concentration, "Concentration parameter must be positive.", 3, NULL) : NULL;
+    return dist_finish(d, &concentration, 1, &chk, validate_args, s, 1);
 }
 
 /* ---- common methods -------------------------------------------------------------------- */

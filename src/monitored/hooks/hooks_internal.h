@@ -49,4 +49,11 @@ static inline void vg__hk_callbacks(vg_hook *out, vg_code (*begin)(void *, vg_gr
     out->after_run = after_run;
     out->end = end;
 }
+/* The destroy of a payload that owns one vigil allocation besides itself (a directory
+ * string, ...): vg_free(owned) then vg_free(payload); nothing for a NULL payload. */
+static inline void vg__hk_free_with(void *payload, void *owned) {
+    if (!payload) return;
+    vg_free(owned);
+    vg_free(payload);
+}
 #endif

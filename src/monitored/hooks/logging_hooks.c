@@ -170,9 +170,7 @@ typedef struct step_counter {
 
 static void sc_destroy(void *p) {
     step_counter *h = p;
-    if (!h) return;
-    vg_free(h->output_dir);
-    vg_free(h);
+    vg__hk_free_with(h, h ? h->output_dir : NULL);
 }
 
 static vg_code sc_begin(void *p, vg_graph *g, vg_status *st) {

@@ -235,9 +235,7 @@ typedef struct summary_hook {
 
 static void sh_destroy(void *p) {
     summary_hook *h = p;
-    if (!h) return;
-    vg_free(h->dir);
-    vg_free(h);
+    vg__hk_free_with(h, h ? h->dir : NULL);
 }
 
 static vg_output summary_op(summary_hook *h) {
@@ -330,9 +328,7 @@ typedef struct profiler_hook {
 
 static void ph_destroy(void *p) {
     profiler_hook *h = p;
-    if (!h) return;
-    vg_free(h->dir);
-    vg_free(h);
+    vg__hk_free_with(h, h ? h->dir : NULL);
 }
 static vg_code ph_begin(void *p, vg_graph *g, vg_status *st) {
     profiler_hook *h = p;
