@@ -141,27 +141,26 @@ vg_code vg_scaffold_finalize(vg_scaffold *s, vg_graph *g, vg_status *st) {
         return VG_OK;
     }
     vg_code rc = VG_OK;
-    vg_output o;
-    if (!s->o.init_op) {
-        if ((rc = get_or_default(g, VG_INIT_OP, "init_op", make_init, &o, st))) return rc;
-        s->o.init_op = o.op;
-    }
-    if (!s->o.ready_op.op) {
-        if ((rc = get_or_default(g, VG_READY_OP, "ready_op", make_ready, &o, st))) return rc;
-        s->o.ready_op = o;
-    }
-    if (!s->o.ready_for_local_init_op.op) {
-        if ((rc = get_or_default(g, VG_READY_FOR_LOCAL_INIT_OP, "ready_for_local_init_op", make_ready_local, &o, st)))
-            return rc;
-        s->o.ready_for_local_init_op = o;
-    }
-    if (!s->o.local_init_op) {
-        if ((rc = get_or_default(g, VG_LOCAL_INIT_OP, "local_init_op", make_local_init, &o, st))) return rc;
-        s->o.local_init_op = o.op;
-    }
-    if (!s->o.summary_op.op) {
-        if ((rc = get_or_default(g, VG_SUMMARY_OP, "summary_op", make_summary, &o, st))) return rc;
-        s->o.summary_op = o;
+    /* The ops the caller left unset, in TF's order: an op field (op) or a tensor field
+     * (out), its collection, the constructor argument's name and the default. */
+    const struct {
+        vg_op **op;
+        vg_output *out;
+        const char *key, *arg;
+        vg_output (*make)(vg_graph *);
+    } unset[] = {
+        {&s->o.init_op, NULL, VG_INIT_OP, "init_op", make_init},
+        {NULL, &s->o.ready_op, VG_READY_OP, "ready_op", make_ready},
+        {NULL, &s->o.ready_for_local_init_op, VG_READY_FOR_LOCAL_INIT_OP, "ready_for_local_init_op", make_ready_local},
+        {&s->o.local_init_op, NULL, VG_LOCAL_INIT_OP, "local_init_op", make_local_init},
+        {NULL, &s->o.summary_op, VG_SUMMARY_OP, "summary_op", make_summary},
+    };
+    for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++) {
+        if (unset[i].op ? *unset[i].op != NULL : unset[i].out->op != NULL) continue;
+        vg_output o;
+        if ((rc = get_or_default(g, unset[i].key, unset[i].arg, unset[i].make, &o, st))) return rc;
+        if (unset[i].op) *unset[i].op = o.op;
+        else *unset[i].out = o;
     }
     if (!s->o.saver && (rc = saver_or_default(g, &s->o.saver, st))) return rc;
     if ((rc = vg_graph_status(g, st)) != VG_OK) return rc;

@@ -14,6 +14,12 @@
 VG_HIDDEN vg_code vg__global_step_read(vg_graph *g, const char *hook, vg_output *out, vg_status *st);
 /* Runs the global step variable on the raw session; its int64 value in *step. */
 VG_HIDDEN vg_code vg__global_step_value(vg_session *sess, vg_graph *g, int64_t *step, vg_status *st);
+/* The after_run check of the step-triggered hooks (TF's StepCounterHook and
+ * CheckpointSaverHook): when t would trigger for the stale step (the one fetched) plus
+ * steps_per_run, the fresh global step is read on ctx's raw session into *step and *fire
+ * says whether t triggers for it. *fire false otherwise; the failed read's code. */
+VG_HIDDEN vg_code vg__hk_step_trigger(vg_timer *t, int64_t stale, int64_t steps_per_run, vg_run_context *ctx,
+                                      vg_graph *g, int64_t *step, bool *fire, vg_status *st);
 /* int64 value of a scalar tensor (int32/int64/float). */
 VG_HIDDEN int64_t vg__tensor_i64(const vg_tensor *t);
 /* Copy of s through the vigil allocator (NULL for NULL or on failure). */

@@ -189,24 +189,22 @@ static vg_code sc_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
 }
 static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     step_counter *h = p;
-    int64_t stale = vg__tensor_i64(v->results[0]);
-    if (vg_timer_should_trigger_for_step(&h->timer, stale + h->steps_per_run)) {
-        int64_t step;
-        vg_code rc = vg__global_step_value(vg_run_context_session(ctx), h->g, &step, st);
-        if (rc != VG_OK) return rc;
-        if (vg_timer_should_trigger_for_step(&h->timer, step)) {
-            bool first = vg_timer_last_triggered_step(&h->timer) < 0;
-            double secs;
-            int64_t steps;
-            vg_timer_update_last_triggered_step(&h->timer, step, &secs, &steps);
-            if (!first && secs > 0) {
-                double rate = (double)steps / secs;
-                if (h->writer) {
-                    rc = vg_file_writer_add_scalar(h->writer, h->tag, rate, step, st);
-                    if (rc != VG_OK) return rc;
-                }
-                vg_logf(VG_LOG_INFO, "%s: %g", h->tag, rate);
+    int64_t stale = vg__tensor_i64(v->results[0]), step;
+    bool fire;
+    vg_code rc = vg__hk_step_trigger(&h->timer, stale, h->steps_per_run, ctx, h->g, &step, &fire, st);
+    if (rc != VG_OK) return rc;
+    if (fire) {
+        bool first = vg_timer_last_triggered_step(&h->timer) < 0;
+        double secs;
+        int64_t steps;
+        vg_timer_update_last_triggered_step(&h->timer, step, &secs, &steps);
+        if (!first && secs > 0) {
+            double rate = (double)steps / secs;
+            if (h->writer) {
+                rc = vg_file_writer_add_scalar(h->writer, h->tag, rate, step, st);
+                if (rc != VG_OK) return rc;
             }
+            vg_logf(VG_LOG_INFO, "%s: %g", h->tag, rate);
         }
     }
     /* logging.log_first_n(logging.WARN, ..., 5): the first 5 times in the process (a

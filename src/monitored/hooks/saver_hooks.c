@@ -157,15 +157,14 @@ static vg_code ck_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
 }
 static vg_code ck_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     ckpt_hook *h = p;
-    int64_t stale = vg__tensor_i64(v->results[0]);
-    if (!vg_timer_should_trigger_for_step(&h->timer, stale + h->steps_per_run)) return VG_OK;
-    vg_session *sess = vg_run_context_session(ctx);
     int64_t step;
-    vg_code rc = vg__global_step_value(sess, h->g, &step, st);
-    if (rc != VG_OK || !vg_timer_should_trigger_for_step(&h->timer, step)) return rc;
+    bool fire;
+    vg_code rc = vg__hk_step_trigger(&h->timer, vg__tensor_i64(v->results[0]), h->steps_per_run, ctx, h->g, &step,
+                                     &fire, st);
+    if (rc != VG_OK || !fire) return rc;
     vg_timer_update_last_triggered_step(&h->timer, step, NULL, NULL);
     bool stop;
-    rc = ck_save(h, sess, step, &stop, st);
+    rc = ck_save(h, vg_run_context_session(ctx), step, &stop, st);
     if (rc == VG_OK && stop) vg_run_context_request_stop(ctx);
     return rc;
 }

@@ -129,6 +129,15 @@ vg_code vg__global_step_value(vg_session *sess, vg_graph *g, int64_t *step, vg_s
     return rc;
 }
 
+vg_code vg__hk_step_trigger(vg_timer *t, int64_t stale, int64_t steps_per_run, vg_run_context *ctx, vg_graph *g,
+                            int64_t *step, bool *fire, vg_status *st) {
+    *fire = false;
+    if (!vg_timer_should_trigger_for_step(t, stale + steps_per_run)) return VG_OK;
+    vg_code rc = vg__global_step_value(vg_run_context_session(ctx), g, step, st);
+    if (rc == VG_OK) *fire = vg_timer_should_trigger_for_step(t, *step);
+    return rc;
+}
+
 char *vg__hk_strdup(const char *s) {
     if (!s) return NULL;
     size_t n = strlen(s) + 1;
