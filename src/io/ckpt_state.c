@@ -49,11 +49,7 @@ static void skip_ws(lexer *lx) {
 
 static bool accept(lexer *lx, char c) {
     skip_ws(lx);
-    if (lx->p < lx->end && *lx->p == c) {
-        lx->p++;
-        return true;
-    }
-    return false;
+    return vg__io_accept_char(&lx->p, lx->end, c);
 }
 
 static int hexval(char c) {

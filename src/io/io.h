@@ -616,4 +616,13 @@ static inline void *vg__io_parse_path(const char *fn, const char *path, vg__io_p
     return r;
 }
 
+/* The text scanners' one-character look-ahead (ckpt_state.c's text proto, npy.c's
+ * header dict): when *p (before end) is c, steps past it and returns true; else false
+ * and *p untouched. */
+static inline bool vg__io_accept_char(const char **p, const char *end, char c) {
+    if (*p >= end || **p != c) return false;
+    (*p)++;
+    return true;
+}
+
 #endif

@@ -43,11 +43,7 @@ static void ws(lex *l) {
 
 static bool eat(lex *l, char c) {
     ws(l);
-    if (l->p < l->end && *l->p == c) {
-        l->p++;
-        return true;
-    }
-    return false;
+    return vg__io_accept_char(&l->p, l->end, c);
 }
 
 /* A quoted string (no escapes: NumPy's keys and descrs have none) into buf. */
