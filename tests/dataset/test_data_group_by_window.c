@@ -75,6 +75,24 @@ static void expect_next(run *r, const int64_t *v, int n) {
     free_all(t, r->nout);
 }
 
+/* The next element's component 0 (a new tensor), or NULL at the end or after an error
+ * (checked to be OK); for elements of one component. */
+static vg_tensor *next_or_end(run *r) {
+    vg_status st;
+    vg_tensor *t[1] = {0};
+    vg_code rc = run_next(r, t, &st);
+    if (rc == VG_OUT_OF_RANGE) return NULL;
+    CHECK_OK(rc, &st);
+    return rc ? NULL : t[0];
+}
+
+/* 0 when the int64 values of t are all even (or there are none), 1 when all odd, else -1. */
+static int parity_of(const vg_tensor *t) {
+    bool even = true, odd = true;
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) even = even && i64(t)[i] % 2 == 0, odd = odd && i64(t)[i] % 2 == 1;
+    return even ? 0 : odd ? 1 : -1;
+}
+
 static void expect_end(run *r) {
     vg_status st;
     vg_tensor *t[8] = {0};
@@ -229,20 +247,12 @@ static void test_dynamic_window_size(void) {
     run r;
     if (!run_open(&r, g, ds)) return;
     int batches = 0;
-    for (;;) {
-        vg_status st;
-        vg_tensor *t[1] = {0};
-        vg_code rc = run_next(&r, t, &st);
-        if (rc == VG_OUT_OF_RANGE) break;
-        CHECK_OK(rc, &st);
-        if (rc) break;
-        int64_t n = vg_tensor_num_elements(t[0]);
-        bool even = true, odd = true;
-        for (int64_t i = 0; i < n; i++) even = even && i64(t[0])[i] % 2 == 0, odd = odd && i64(t[0])[i] % 2 == 1;
-        CHECK(even || odd);
-        CHECK_EQ_INT(n, even ? 5 : 10);
-        vg_tensor_free(t[0]);
-        batches++;
+    for (vg_tensor *t; (t = next_or_end(&r)) != NULL; batches++) {
+        int64_t n = vg_tensor_num_elements(t);
+        int parity = parity_of(t);
+        CHECK(parity >= 0);
+        CHECK_EQ_INT(n, parity == 0 ? 5 : 10);
+        vg_tensor_free(t);
     }
     CHECK_EQ_INT(batches, 15);
     run_close(&r);
@@ -270,20 +280,12 @@ static void test_simple(void) {
     if (!run_open(&r, g, vg_dataset_group_by_window(g, ds, mod_key, batch4_reduce, 4, NULL, &two, NULL))) return;
     int counts[256], nc = 0;
     int64_t total = 0;
-    for (;;) {
-        vg_status st;
-        vg_tensor *t[1] = {0};
-        vg_code rc = run_next(&r, t, &st);
-        if (rc == VG_OUT_OF_RANGE) break;
-        CHECK_OK(rc, &st);
-        if (rc || nc == 256) break;
-        int64_t n = vg_tensor_num_elements(t[0]);
-        bool even = true, odd = true;
-        for (int64_t i = 0; i < n; i++) even = even && i64(t[0])[i] % 2 == 0, odd = odd && i64(t[0])[i] % 2 == 1;
-        CHECK(even || odd);
-        counts[nc++] = (int)n;
+    for (vg_tensor *t; (t = next_or_end(&r)) != NULL;) {
+        int64_t n = vg_tensor_num_elements(t);
+        CHECK(parity_of(t) >= 0);
+        if (nc < 256) counts[nc++] = (int)n;
         total += n;
-        vg_tensor_free(t[0]);
+        vg_tensor_free(t);
     }
     CHECK_EQ_INT(total, 200);
     int full = 0;
