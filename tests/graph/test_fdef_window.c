@@ -16,24 +16,7 @@
  *    imported and run. */
 #include "test_util.h"
 #include "vigil/vigil.h"
-
-/* Runs init, then reads next's output 0 (int64 vectors or scalars) until the end: the
- * values, each element followed by -1, into out[0..*n). */
-static vg_code drain(vg_session *s, vg_op *init, vg_op *next, int64_t *out, int max, int *n, vg_status *st) {
-    *n = 0;
-    vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL, st);
-    if (rc) return rc;
-    for (;;) {
-        vg_tensor *t = NULL;
-        rc = vg_session_run1(s, vg_out(next, 0), &t, st);
-        if (rc != VG_OK) return rc;
-        const int64_t *v = vg_tensor_data(t);
-        for (int64_t i = 0; i < vg_tensor_num_elements(t); i++)
-            if (*n < max) out[(*n)++] = v[i];
-        if (*n < max) out[(*n)++] = -1;
-        vg_tensor_free(t);
-    }
-}
+#include "ds_run_util.h"
 
 static void check_seq(const int64_t *got, int n, const int64_t *want, int nw) {
     CHECK_EQ_INT(n, nw);
@@ -47,25 +30,22 @@ static void check_seq(const int64_t *got, int n, const int64_t *want, int nw) {
     CHECK(same);
 }
 
-/* Drains dataset op `ds_name` of g through a new initializable iterator. */
+/* Drains dataset op `ds_name` of g through a new initializable iterator: its values, each
+ * element followed by -1 (ds_take_i64), must be want[0..nw). */
 static void run_ds(vg_graph *g, const char *ds_name, const int64_t *want, int nw) {
     vg_status st;
     vg_op *ds = vg_graph_op_by_name(g, ds_name);
     CHECK(ds != NULL);
-    if (!ds) return;
-    vg_op *init;
-    vg_output it = vg_make_initializable_iterator(g, vg_out(ds, 0), &init, NULL);
-    vg_op *next = vg_iterator_get_next(g, it, NULL);
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK(s != NULL);
-    if (!s) return;
-    int64_t got[256];
+    ds_run r;
+    if (!ds || !ds_run_open(&r, g, vg_out(ds, 0))) return;
+    int64_t got[DS_CKPT_MAX];
     int n = 0;
-    CHECK_CODE(drain(s, init, next, got, 256, &n, &st), VG_OUT_OF_RANGE);
+    CHECK_OK(ds_run_init(&r, &st), &st);
+    for (int k; (k = ds_take_i64(r.s, r.next, got, n, &st)) > n;) n = k;
+    CHECK_CODE(st.code, VG_OUT_OF_RANGE);
     if (st.code != VG_OUT_OF_RANGE) fprintf(stderr, "%s\n", st.msg);
     check_seq(got, n, want, nw);
-    vg_session_free(s);
+    vg_session_free(r.s); /* g stays the caller's */
 }
 
 /* Imports bytes (a MetaGraphDef when meta) into a new graph and drains `ds_name`. */
