@@ -307,28 +307,23 @@ static double file_mb(const char *path) {
     return stat(path, &sb) == 0 ? (double)sb.st_size / 1048576.0 : -1;
 }
 
-/* VmHWM (peak RSS) in MB from /proc/self/status; -1 when unavailable. */
-static double vm_hwm_mb(void) {
+/* The /proc/self/status line key (e.g. "VmHWM:", with its colon) in MB; -1 when unavailable. */
+static double proc_status_mb(const char *key) {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f) return -1;
     char line[256];
+    size_t kl = strlen(key);
     double mb = -1;
     while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) mb = atof(line + 6) / 1024.0;
+        if (!strncmp(line, key, kl)) mb = atof(line + kl) / 1024.0;
     fclose(f);
     return mb;
 }
 
-static double vm_rss_mb(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    double mb = -1;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) mb = atof(line + 6) / 1024.0;
-    fclose(f);
-    return mb;
-}
+/* VmHWM (peak RSS) in MB; -1 when unavailable. */
+static double vm_hwm_mb(void) { return proc_status_mb("VmHWM:"); }
+
+static double vm_rss_mb(void) { return proc_status_mb("VmRSS:"); }
 
 /* Resets the peak RSS to the current RSS (Linux >= 4.0); false when not possible. */
 static bool reset_peak_rss(void) {

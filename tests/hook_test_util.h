@@ -469,4 +469,11 @@ static inline ht_events *ht_end_events_of(vg_monitored_session *ms, const char *
     return ht_events_of(dir);
 }
 
+/* The setup of TF's StepCounterHookTest.test_global_step_name: a fresh test dir (ht_begin_dir,
+ * clock mocked) and ht_graph_with_bar_foo_step's graph. */
+static inline vg_graph *ht_begin_bar_foo(char *dir, size_t n, const char *tag, vg_dtype dtype, vg_variable *gs) {
+    ht_begin_dir(dir, n, tag);
+    return ht_graph_with_bar_foo_step(dtype, gs);
+}
+
 #endif

@@ -156,4 +156,13 @@ static inline vg_tensor *kt_wave_f64(const int64_t *dims, int nd, bool cosine, d
     return t;
 }
 
+/* TF's `with tf.control_dependencies([dep]): x + 1`: an int32 Const 1 named const_name (NULL:
+ * the default) and the Add named name, both under the control dependency on dep. */
+static inline vg_output kt_inc_after(vg_graph *g, vg_op *dep, vg_output x, const char *const_name, const char *name) {
+    vg_graph_push_control_deps(g, &dep, 1);
+    vg_output y = vg_add(g, x, vg_const_i32(g, 1, const_name), name);
+    vg_graph_pop_control_deps(g);
+    return y;
+}
+
 #endif

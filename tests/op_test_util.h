@@ -200,4 +200,22 @@ static inline void check_grad_shapes(vg_graph *g, const vg_output *feeds, vg_ten
     }
 }
 
+/* For a graph whose two trainable variables are a layer's beta and gamma (float, C values
+ * each): d[0..3) = the gradients of L with respect to x and to the two variables' snapshots,
+ * init[0..3) = the global initializer and the assignments of gb[0] and gb[1] to the
+ * variables. False (after a failed check) where g does not have exactly two. */
+static inline bool two_var_grads_init(vg_graph *g, vg_output L, vg_output x, double *const gb[2], int64_t C,
+                                      vg_output d[3], vg_op *init[3]) {
+    int nv = 0;
+    const vg_output *vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
+    CHECK_EQ_INT(nv, 2);
+    if (nv != 2) return false;
+    vg_output wrt[3] = {x, vg_variable_snapshot(vars[0].op), vg_variable_snapshot(vars[1].op)};
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st), &st);
+    init[0] = vg_global_variables_initializer(g);
+    for (int i = 0; i < 2; i++) init[1 + i] = vg_assign(g, vars[i], cst(g, VG_FLOAT, &C, 1, gb[i]), true, NULL).op;
+    return true;
+}
+
 #endif

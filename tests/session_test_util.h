@@ -302,4 +302,13 @@ static inline double init_and_fetch_f32(vg_graph *g, vg_output x) {
     return v;
 }
 
+/* Checks that g has each of the n ops {name, type} of ops (has_op); a failure names the op. */
+static inline void expect_ops(vg_graph *g, const char *const ops[][2], int n) {
+    for (int i = 0; i < n; i++)
+        if (!has_op(g, ops[i][0], ops[i][1])) {
+            fprintf(stderr, "expect_ops: no op %s of type %s\n", ops[i][0], ops[i][1]);
+            vg_test_failures++;
+        }
+}
+
 #endif

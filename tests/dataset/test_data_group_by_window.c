@@ -16,69 +16,57 @@
 #include "test_util.h"
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
+#include "ds_run_util.h"
 #include <stdint.h>
 
 /* ------------------------------------------------------------------------ */
 /* running a pipeline */
 
-typedef struct run {
-    vg_graph *g;
-    vg_session *s;
-    vg_op *next, *init;
-    int nout;
-} run;
-
-static bool run_open(run *r, vg_graph *g, vg_output ds) {
+/* ds_run_open, then the initializer run (checked) */
+static bool run_open(ds_run *r, vg_graph *g, vg_output ds) {
     vg_status st;
-    memset(r, 0, sizeof *r);
-    r->g = g;
-    vg_output it = vg_make_initializable_iterator(g, ds, &r->init, NULL);
-    r->next = vg_iterator_get_next(g, it, NULL);
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    if (vg_graph_status(g, &st) != VG_OK) return false;
-    r->nout = vg_op_num_outputs(r->next);
-    r->s = vg_session_new(g, NULL, &st);
-    CHECK(r->s != NULL);
-    if (!r->s) return false;
-    CHECK_OK(vg_session_run_targets(r->s, &r->init, 1, &st), &st);
+    if (!ds_run_open(r, g, ds)) return false;
+    CHECK_OK(ds_run_init(r, &st), &st);
     return true;
-}
-
-/* The next element's components (new tensors), or the run's error / OUT_OF_RANGE. */
-static vg_code run_next(run *r, vg_tensor **t, vg_status *st) {
-    vg_output f[8];
-    for (int i = 0; i < r->nout; i++) f[i] = vg_out(r->next, i);
-    return vg_session_run(r->s, NULL, NULL, NULL, 0, f, t, r->nout, NULL, 0, NULL, st);
-}
-
-static void run_close(run *r) {
-    vg_session_free(r->s);
-    vg_graph_free(r->g);
-}
-
-static void free_all(vg_tensor **t, int n) {
-    for (int i = 0; i < n; i++) vg_tensor_free(t[i]);
 }
 
 static const int64_t *i64(const vg_tensor *t) { return vg_tensor_data(t); }
 
 /* Checks that the next element's component 0 is the int64 vector v[0..n). */
-static void expect_next(run *r, const int64_t *v, int n) {
+static void expect_next(ds_run *r, const int64_t *v, int n) {
     vg_status st;
     vg_tensor *t[8] = {0};
-    vg_code rc = run_next(r, t, &st);
+    vg_code rc = ds_run_next(r, t, &st);
     CHECK_OK(rc, &st);
     if (rc != VG_OK) return;
     CHECK_EQ_INT(vg_tensor_num_elements(t[0]), n);
     bool same = vg_tensor_num_elements(t[0]) == n && memcmp(i64(t[0]), v, sizeof(int64_t) * (size_t)n) == 0;
     CHECK(same);
-    free_all(t, r->nout);
+    ds_free_all(t, r->nout);
 }
 
-static void expect_end(run *r) {
+/* The next element's component 0 (a new tensor), or NULL at the end or after an error
+ * (checked to be OK); for elements of one component. */
+static vg_tensor *next_or_end(ds_run *r) {
+    vg_status st;
+    vg_tensor *t[1] = {0};
+    vg_code rc = ds_run_next(r, t, &st);
+    if (rc == VG_OUT_OF_RANGE) return NULL;
+    CHECK_OK(rc, &st);
+    return rc ? NULL : t[0];
+}
+
+/* 0 when the int64 values of t are all even (or there are none), 1 when all odd, else -1. */
+static int parity_of(const vg_tensor *t) {
+    bool even = true, odd = true;
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) even = even && i64(t)[i] % 2 == 0, odd = odd && i64(t)[i] % 2 == 1;
+    return even ? 0 : odd ? 1 : -1;
+}
+
+static void expect_end(ds_run *r) {
     vg_status st;
     vg_tensor *t[8] = {0};
-    CHECK_CODE(run_next(r, t, &st), VG_OUT_OF_RANGE);
+    CHECK_CODE(ds_run_next(r, t, &st), VG_OUT_OF_RANGE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -169,37 +157,37 @@ static void check_bucket(vg_tensor *const *t, int64_t bucket, int64_t first, int
 /* testSingleBucket */
 static void test_single_bucket(void) {
     vg_graph *g = vg_graph_new();
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, map3_range(g, 32), zero_key, dynamic_pad, 32, NULL, NULL, NULL)))
         return;
     vg_status st;
     vg_tensor *t[4] = {0};
     CHECK_EQ_INT(r.nout, 4);
-    CHECK_OK(run_next(&r, t, &st), &st);
+    CHECK_OK(ds_run_next(&r, t, &st), &st);
     if (t[0]) check_bucket(t, 0, 0, 1);
-    free_all(t, 4);
+    ds_free_all(t, 4);
     expect_end(&r);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testEvenOddBuckets */
 static void test_even_odd_buckets(void) {
     vg_graph *g = vg_graph_new();
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, map3_range(g, 64), even_odd_key, dynamic_pad, 32, NULL, NULL,
                                                     NULL)))
         return;
     vg_status st;
     vg_tensor *t[4] = {0};
-    CHECK_OK(run_next(&r, t, &st), &st);
+    CHECK_OK(ds_run_next(&r, t, &st), &st);
     if (t[0]) check_bucket(t, 0, 0, 2);
-    free_all(t, 4);
+    ds_free_all(t, 4);
     memset(t, 0, sizeof t);
-    CHECK_OK(run_next(&r, t, &st), &st);
+    CHECK_OK(ds_run_next(&r, t, &st), &st);
     if (t[0]) check_bucket(t, 1, 1, 2);
-    free_all(t, 4);
+    ds_free_all(t, 4);
     expect_end(&r);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testEvenOddBucketsFilterOutAllOdd (the dict elements as a tuple) */
@@ -207,17 +195,17 @@ DS_FN1(is_even3, vg_equal(fg, vg_floor_mod(fg, args[0], vg_const_i64(fg, 2, NULL
 static void test_even_odd_buckets_filter_out_all_odd(void) {
     vg_graph *g = vg_graph_new();
     vg_output ds = vg_dataset_filter(g, map3_range(g, 128), is_even3, NULL, NULL);
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, ds, even_odd_key, dynamic_pad, 32, NULL, NULL, NULL))) return;
     vg_status st;
     for (int b = 0; b < 2; b++) {
         vg_tensor *t[4] = {0};
-        CHECK_OK(run_next(&r, t, &st), &st);
+        CHECK_OK(ds_run_next(&r, t, &st), &st);
         if (t[0]) check_bucket(t, 0, 64 * b, 2);
-        free_all(t, 4);
+        ds_free_all(t, 4);
     }
     expect_end(&r);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testDynamicWindowSize: range(100), even/odd keys, window sizes 5 / 10, batch(20) */
@@ -226,26 +214,18 @@ static void test_dynamic_window_size(void) {
     static int64_t two = 2;
     vg_output ds = vg_dataset_group_by_window(g, vg_dataset_range(g, 0, 100, 1, NULL), mod_key, batch20_reduce, -1,
                                               window_size_5_10, &two, NULL);
-    run r;
+    ds_run r;
     if (!run_open(&r, g, ds)) return;
     int batches = 0;
-    for (;;) {
-        vg_status st;
-        vg_tensor *t[1] = {0};
-        vg_code rc = run_next(&r, t, &st);
-        if (rc == VG_OUT_OF_RANGE) break;
-        CHECK_OK(rc, &st);
-        if (rc) break;
-        int64_t n = vg_tensor_num_elements(t[0]);
-        bool even = true, odd = true;
-        for (int64_t i = 0; i < n; i++) even = even && i64(t[0])[i] % 2 == 0, odd = odd && i64(t[0])[i] % 2 == 1;
-        CHECK(even || odd);
-        CHECK_EQ_INT(n, even ? 5 : 10);
-        vg_tensor_free(t[0]);
-        batches++;
+    for (vg_tensor *t; (t = next_or_end(&r)) != NULL; batches++) {
+        int64_t n = vg_tensor_num_elements(t);
+        int parity = parity_of(t);
+        CHECK(parity >= 0);
+        CHECK_EQ_INT(n, parity == 0 ? 5 : 10);
+        vg_tensor_free(t);
     }
     CHECK_EQ_INT(batches, 15);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testSimple: 200 values in [0, 100) squared, grouped by parity in windows of 4 */
@@ -266,31 +246,23 @@ static void test_simple(void) {
     vg_output c = vg_const_array(g, VG_INT64, (int64_t[]){200}, 1, comp, NULL);
     vg_output ds = vg_dataset_map(g, vg_dataset_from_tensor_slices(g, &c, 1, NULL), square_fn, NULL, NULL);
     static int64_t two = 2;
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, ds, mod_key, batch4_reduce, 4, NULL, &two, NULL))) return;
     int counts[256], nc = 0;
     int64_t total = 0;
-    for (;;) {
-        vg_status st;
-        vg_tensor *t[1] = {0};
-        vg_code rc = run_next(&r, t, &st);
-        if (rc == VG_OUT_OF_RANGE) break;
-        CHECK_OK(rc, &st);
-        if (rc || nc == 256) break;
-        int64_t n = vg_tensor_num_elements(t[0]);
-        bool even = true, odd = true;
-        for (int64_t i = 0; i < n; i++) even = even && i64(t[0])[i] % 2 == 0, odd = odd && i64(t[0])[i] % 2 == 1;
-        CHECK(even || odd);
-        counts[nc++] = (int)n;
+    for (vg_tensor *t; (t = next_or_end(&r)) != NULL;) {
+        int64_t n = vg_tensor_num_elements(t);
+        CHECK(parity_of(t) >= 0);
+        if (nc < 256) counts[nc++] = (int)n;
         total += n;
-        vg_tensor_free(t[0]);
+        vg_tensor_free(t);
     }
     CHECK_EQ_INT(total, 200);
     int full = 0;
     for (int i = 0; i < nc; i++) full += counts[i] == 4;
     CHECK(full >= 24);
     for (int i = 0; i < full; i++) CHECK_EQ_INT(counts[i], 4);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testImmediateOutput: an infinite input; the buckets come out as they fill */
@@ -300,7 +272,7 @@ static void test_immediate_output(void) {
     vg_output c = vg_const_array(g, VG_INT64, (int64_t[]){16}, 1, comp, NULL);
     vg_output ds = vg_dataset_repeat(g, vg_dataset_from_tensor_slices(g, &c, 1, NULL), -1, NULL);
     static int64_t three = 3;
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, ds, mod_key, batch4_reduce, 4, NULL, &three, NULL))) return;
     for (int k = 0; k < 3; k++) {
         expect_next(&r, (int64_t[]){0, 0, 0, 0}, 4);
@@ -308,7 +280,7 @@ static void test_immediate_output(void) {
         expect_next(&r, (int64_t[]){2, 2, 2, 2}, 4);
         expect_next(&r, (int64_t[]){0, 0, 0, 0}, 4);
     }
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testSmallGroups: the partial groups at the end come out in key order */
@@ -317,7 +289,7 @@ static void test_small_groups(void) {
     vg_graph *g = vg_graph_new();
     vg_output c = vg_const_array(g, VG_INT64, (int64_t[]){12}, 1, comp, NULL);
     static int64_t two = 2;
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, vg_dataset_from_tensor_slices(g, &c, 1, NULL), mod_key,
                                                     batch4_reduce, 4, NULL, &two, NULL)))
         return;
@@ -326,7 +298,7 @@ static void test_small_groups(void) {
     expect_next(&r, (int64_t[]){0, 0, 0}, 3);
     expect_next(&r, (int64_t[]){1}, 1);
     expect_end(&r);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* the end-of-input flush in key order when the keys arrive in decreasing order */
@@ -334,7 +306,7 @@ static void test_flush_in_key_order(void) {
     static const int64_t comp[6] = {5, 3, 9, 3, 5, 7};
     vg_graph *g = vg_graph_new();
     vg_output c = vg_const_array(g, VG_INT64, (int64_t[]){6}, 1, comp, NULL);
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, vg_dataset_from_tensor_slices(g, &c, 1, NULL), identity_key,
                                                     batch4_reduce, 4, NULL, NULL, NULL)))
         return;
@@ -343,21 +315,21 @@ static void test_flush_in_key_order(void) {
     expect_next(&r, (int64_t[]){7}, 1);
     expect_next(&r, (int64_t[]){9}, 1);
     expect_end(&r);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testEmpty: window size 0 */
 static void test_empty(void) {
     vg_graph *g = vg_graph_new();
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, vg_dataset_range(g, 0, 4, 1, NULL), zero_key, identity_reduce, 0,
                                                     NULL, NULL, NULL)))
         return;
     vg_status st;
     vg_tensor *t[1] = {0};
-    CHECK_CODE(run_next(&r, t, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(ds_run_next(&r, t, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Window size must be greater than zero, but got 0.");
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testReduceFuncError (adapted): the reduce function's padded_batch fails at run time */
@@ -380,25 +352,25 @@ static void test_reduce_func_error(void) {
     vg_graph *g = vg_graph_new();
     vg_output ds = vg_dataset_map(g, vg_dataset_range(g, 0, 10, 1, NULL), x_and_fill, NULL, NULL);
     static int64_t two = 2;
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, ds, mod_key, pad_too_small, 32, NULL, &two, NULL))) return;
     vg_status st;
     vg_tensor *t[2] = {0};
-    CHECK_CODE(run_next(&r, t, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(ds_run_next(&r, t, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Attempted to pad to a smaller size than the input element");
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testShortCircuit: window size 1 */
 static void test_short_circuit(void) {
     vg_graph *g = vg_graph_new();
-    run r;
+    ds_run r;
     if (!run_open(&r, g, vg_dataset_group_by_window(g, vg_dataset_range(g, 0, 10, 1, NULL), identity_key, batch1_reduce,
                                                     1, NULL, NULL, NULL)))
         return;
     for (int64_t i = 0; i < 10; i++) expect_next(&r, &i, 1);
     expect_end(&r);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* testGroupByWindowWithAutotune: from_tensors(key), then a parallel map */
@@ -408,7 +380,7 @@ static void test_with_autotune(void) {
     vg_output ds = vg_dataset_group_by_window(g, vg_dataset_range(g, 0, 1000, 1, NULL), div10_key, key_reduce, 4, NULL,
                                               NULL, NULL);
     ds = vg_dataset_map_parallel(g, ds, plus1, NULL, -1, NULL);
-    run r;
+    ds_run r;
     if (!run_open(&r, g, ds)) return;
     /* keys 0..99, 10 elements each: windows of 4 flush twice per key as it is read,
      * the groups of the 2 left flush at the end */
@@ -422,7 +394,7 @@ static void test_with_autotune(void) {
         expect_next(&r, &v, 1);
     }
     expect_end(&r);
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -576,81 +548,17 @@ static vg_output ckpt_pipeline(vg_graph *g, bool captured) {
     return vg_dataset_group_by_window(g, ds, mod3, ckpt_reduce, -1, three_plus_key, &off, NULL);
 }
 
-/* The next element's values then -1 appended to v at k; the new length, or -1 at the end
- * (or an error). */
-static int take(vg_session *s, vg_op *next, int64_t *v, int k, vg_status *st) {
-    vg_output f = vg_out(next, 0);
-    vg_tensor *t = NULL;
-    if (vg_session_run(s, NULL, NULL, NULL, 0, &f, &t, 1, NULL, 0, NULL, st) != VG_OK) return -1;
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) v[k++] = i64(t)[i];
-    v[k++] = -1;
-    vg_tensor_free(t);
-    return k;
-}
+static vg_output ckpt_plain(vg_graph *g) { return ckpt_pipeline(g, false); }
+static vg_output ckpt_captured(vg_graph *g) { return ckpt_pipeline(g, true); }
 
 static void checkpoint_case(bool captured, const int *breaks, int nb) {
-    vg_status st;
-    int64_t all[256];
-    int nall = 0;
-    { /* uninterrupted */
-        vg_graph *g = vg_graph_new();
-        vg_op *init;
-        vg_op *next = vg_iterator_get_next(g, vg_make_initializable_iterator(g, ckpt_pipeline(g, captured), &init, NULL),
-                                           NULL);
-        vg_session *s = vg_session_new(g, NULL, &st);
-        CHECK(s != NULL);
-        if (s) {
-            CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-            for (int k; (k = take(s, next, all, nall, &st)) > 0;) nall = k;
-            CHECK_EQ_INT(st.code, VG_OUT_OF_RANGE);
-        }
-        vg_session_free(s);
-        vg_graph_free(g);
-    }
+    int64_t all[DS_CKPT_MAX];
+    int nall = ds_checkpoint_breaks(captured ? "captured offset" : "constant offset", captured ? ckpt_captured : ckpt_plain,
+                                    breaks, nb, all);
     /* 40 values, each once, in batches of at most 2 of one key */
     int nv = 0;
     for (int i = 0; i < nall; i++) nv += all[i] >= 0;
     CHECK_EQ_INT(nv, 40);
-    for (int bi = 0; bi < nb; bi++) {
-        int64_t got[256];
-        int ngot = 0;
-        char *saved = NULL;
-        size_t slen = 0;
-        for (int phase = 0; phase < 2; phase++) {
-            vg_graph *g = vg_graph_new();
-            vg_op *init;
-            vg_output it = vg_make_initializable_iterator(g, ckpt_pipeline(g, captured), &init, NULL);
-            vg_output sv = vg_make_saveable_from_iterator(g, it, NULL);
-            vg_output ph = vg_placeholder(g, VG_STRING, NULL, 0, "state");
-            vg_op *restore = vg_saveable_restore(g, sv, ph, NULL);
-            vg_op *next = vg_iterator_get_next(g, it, NULL);
-            vg_session *s = vg_session_new(g, NULL, &st);
-            CHECK(s != NULL);
-            if (s && phase == 0) {
-                CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-                for (int e = 0; e < breaks[bi]; e++) ngot = take(s, next, got, ngot, &st);
-                vg_tensor *t = NULL;
-                CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &sv, &t, 1, NULL, 0, NULL, &st), &st);
-                if (t) {
-                    const char *b = vg_tensor_string(t, 0, &slen);
-                    saved = malloc(slen);
-                    memcpy(saved, b, slen);
-                    vg_tensor_free(t);
-                }
-            } else if (s && saved) {
-                vg_tensor *t = vg_tensor_new_string_scalar(saved, slen, &st);
-                CHECK_OK(vg_session_run(s, NULL, &ph, &t, 1, NULL, NULL, 0, &restore, 1, NULL, &st), &st);
-                vg_tensor_free(t);
-                for (int k; ngot >= 0 && (k = take(s, next, got, ngot, &st)) > 0;) ngot = k;
-            }
-            vg_session_free(s);
-            vg_graph_free(g);
-        }
-        free(saved);
-        bool same = ngot == nall && memcmp(got, all, sizeof(int64_t) * (size_t)nall) == 0;
-        if (!same) fprintf(stderr, "break after %d elements: %d values, expected %d\n", breaks[bi], ngot, nall);
-        CHECK(same);
-    }
 }
 
 static void test_checkpoint(void) {

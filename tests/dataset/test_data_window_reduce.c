@@ -12,49 +12,11 @@
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "ds_run_util.h"
 #include <math.h>
 
 /* ------------------------------------------------------------------------ */
 /* running a pipeline */
-
-typedef struct run {
-    vg_graph *g;
-    vg_session *s;
-    vg_op *next, *init;
-    int nout;
-} run;
-
-static bool run_open(run *r, vg_graph *g, vg_output ds) {
-    vg_status st;
-    memset(r, 0, sizeof *r);
-    r->g = g;
-    vg_output it = vg_make_initializable_iterator(g, ds, &r->init, NULL);
-    r->next = vg_iterator_get_next(g, it, NULL);
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    if (vg_graph_status(g, &st) != VG_OK) return false;
-    r->nout = vg_op_num_outputs(r->next);
-    r->s = vg_session_new(g, NULL, &st);
-    CHECK(r->s != NULL);
-    return r->s != NULL;
-}
-
-static vg_code run_init(run *r, vg_status *st) { return vg_session_run_targets(r->s, &r->init, 1, st); }
-
-/* The next element's components (new tensors), or the run's error / OUT_OF_RANGE. */
-static vg_code run_next(run *r, vg_tensor **t, vg_status *st) {
-    vg_output f[8];
-    for (int i = 0; i < r->nout; i++) f[i] = vg_out(r->next, i);
-    return vg_session_run(r->s, NULL, NULL, NULL, 0, f, t, r->nout, NULL, 0, NULL, st);
-}
-
-static void run_close(run *r) {
-    vg_session_free(r->s);
-    vg_graph_free(r->g);
-}
-
-static void free_all(vg_tensor **t, int n) {
-    for (int i = 0; i < n; i++) vg_tensor_free(t[i]);
-}
 
 /* ------------------------------------------------------------------------ */
 /* functions */
@@ -129,31 +91,31 @@ static void window_dataset_case(int count, int64_t size, int64_t shift, int64_t 
     CHECK(s[0].ndims == 1 && s[0].dims[0] == -1);
     CHECK(s[1].ndims == 2 && s[1].dims[0] == -1 && s[1].dims[1] == 3);
     CHECK(s[2].ndims == 1 && s[2].dims[0] == -1);
-    run r;
-    if (!run_open(&r, g, ds)) return;
-    CHECK_OK(run_init(&r, &st), &st);
+    ds_run r;
+    if (!ds_run_open(&r, g, ds)) return;
+    CHECK_OK(ds_run_init(&r, &st), &st);
     int64_t n = count * 7;
     int64_t full = (n - ((size - 1) * stride + 1)) / shift + 1;
     if (n - ((size - 1) * stride + 1) < 0) full = 0;
     bool ok = true;
     for (int64_t i = 0; i < full && ok; i++) {
         vg_tensor *res[3] = {0};
-        ok = run_next(&r, res, &st) == VG_OK;
+        ok = ds_run_next(&r, res, &st) == VG_OK;
         CHECK_OK(st.code, &st);
         for (int j = 0; ok && j < size; j++) ok = vg_tensor_dim(res[0], 0) == size && row_is(res, j, (int)((i * shift + j * stride) % 7));
-        free_all(res, 3);
+        ds_free_all(res, 3);
     }
     if (!drop) {
         int64_t partial = n / shift + (n % shift > 0) - full;
         for (int64_t i = 0; i < partial && ok; i++) {
             vg_tensor *res[3] = {0};
-            ok = run_next(&r, res, &st) == VG_OK;
+            ok = ds_run_next(&r, res, &st) == VG_OK;
             CHECK_OK(st.code, &st);
             int64_t remaining = n - (full + i) * shift;
             int64_t num = remaining / stride + (remaining % stride > 0);
             ok = ok && vg_tensor_dim(res[0], 0) == num;
             for (int j = 0; ok && j < num; j++) ok = row_is(res, j, (int)(((full + i) * shift + j * stride) % 7));
-            free_all(res, 3);
+            ds_free_all(res, 3);
         }
     }
     if (!ok)
@@ -161,9 +123,9 @@ static void window_dataset_case(int count, int64_t size, int64_t shift, int64_t 
                 (long long)size, (long long)shift, (long long)stride, drop);
     CHECK(ok);
     vg_tensor *res[3] = {0};
-    CHECK_CODE(run_next(&r, res, &st), VG_OUT_OF_RANGE);
-    CHECK_CODE(run_next(&r, res, &st), VG_OUT_OF_RANGE);
-    run_close(&r);
+    CHECK_CODE(ds_run_next(&r, res, &st), VG_OUT_OF_RANGE);
+    CHECK_CODE(ds_run_next(&r, res, &st), VG_OUT_OF_RANGE);
+    ds_run_close(&r);
 }
 
 /* WindowTest.testWindowDataset */
@@ -192,10 +154,10 @@ static void test_window_dataset_invalid(void) {
         ds = vg_dataset_repeat(g, ds, 20, NULL);
         ds = vg_dataset_window(g, ds, size, cases[i][1], cases[i][2], false, NULL);
         ds = vg_dataset_flat_map(g, ds, batch_fn, &size, NULL);
-        run r;
-        if (!run_open(&r, g, ds)) continue;
-        CHECK_STATUS(run_init(&r, &st), &st, VG_INVALID_ARGUMENT, msgs[i]);
-        run_close(&r);
+        ds_run r;
+        if (!ds_run_open(&r, g, ds)) continue;
+        CHECK_STATUS(ds_run_init(&r, &st), &st, VG_INVALID_ARGUMENT, msgs[i]);
+        ds_run_close(&r);
     }
 }
 
@@ -211,18 +173,18 @@ static void test_window_different_nested_structures(void) {
     CHECK_EQ_INT(vg_dataset_components(w, t, NULL), 2);
     CHECK(t[0] == VG_RESOURCE && t[1] == VG_RESOURCE);
     int64_t size = 2;
-    run r;
-    if (!run_open(&r, g, vg_dataset_flat_map(g, w, zip_batch_fn, &size, NULL))) return;
-    CHECK_OK(run_init(&r, &st), &st);
+    ds_run r;
+    if (!ds_run_open(&r, g, vg_dataset_flat_map(g, w, zip_batch_fn, &size, NULL))) return;
+    CHECK_OK(ds_run_init(&r, &st), &st);
     vg_tensor *res[2] = {0};
-    CHECK_OK(run_next(&r, res, &st), &st);
+    CHECK_OK(ds_run_next(&r, res, &st), &st);
     if (res[0] && res[1]) {
         const int32_t *a = vg_tensor_data(res[0]), *b = vg_tensor_data(res[1]);
         CHECK(a[0] == 1 && a[1] == 2 && b[0] == 3 && b[1] == 4);
     }
-    free_all(res, 2);
-    CHECK_CODE(run_next(&r, res, &st), VG_OUT_OF_RANGE);
-    run_close(&r);
+    ds_free_all(res, 2);
+    CHECK_CODE(ds_run_next(&r, res, &st), VG_OUT_OF_RANGE);
+    ds_run_close(&r);
 }
 
 /* i -> fill([3 + i / 2], i): vectors of lengths 3, 3, 4 */
@@ -243,14 +205,14 @@ static void test_window_shape_error(void) {
     vg_output ds = vg_dataset_map(g, vg_dataset_range(g, 0, 3, 1, NULL), lengths_fn, NULL, NULL);
     ds = vg_dataset_window(g, ds, 3, 1, 1, false, NULL);
     int64_t size = 3;
-    run r;
-    if (!run_open(&r, g, vg_dataset_flat_map(g, ds, batch_fn, &size, NULL))) return;
-    CHECK_OK(run_init(&r, &st), &st);
+    ds_run r;
+    if (!ds_run_open(&r, g, vg_dataset_flat_map(g, ds, batch_fn, &size, NULL))) return;
+    CHECK_OK(ds_run_init(&r, &st), &st);
     vg_tensor *res[1] = {0};
-    CHECK_CODE(run_next(&r, res, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(ds_run_next(&r, res, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Cannot batch tensors with different shapes in component 0. First element had shape "
                                "[3] and element 2 had shape [4].");
-    run_close(&r);
+    ds_run_close(&r);
 }
 
 DS_FN1(check_fn, vg_check_numerics(fg, args[0], "message", NULL))
@@ -262,21 +224,21 @@ DS_FN1(check_fn, vg_check_numerics(fg, args[0], "message", NULL))
 typedef bool (*drain_fn)(vg_tensor *const *t, int nout, void *u);
 static int drain(vg_graph *g, vg_output ds, drain_fn each, void *u) {
     vg_status st;
-    run r;
-    if (!run_open(&r, g, ds)) return -1;
-    CHECK_OK(run_init(&r, &st), &st);
+    ds_run r;
+    if (!ds_run_open(&r, g, ds)) return -1;
+    CHECK_OK(ds_run_init(&r, &st), &st);
     int n = 0;
     for (;;) {
         vg_tensor *t[8] = {0};
-        vg_code rc = run_next(&r, t, &st);
+        vg_code rc = ds_run_next(&r, t, &st);
         if (rc == VG_OUT_OF_RANGE) break;
         CHECK_OK(rc, &st);
         bool more = rc == VG_OK && each(t, r.nout, u);
-        free_all(t, r.nout);
+        ds_free_all(t, r.nout);
         if (!more) break;
         n++;
     }
-    run_close(&r);
+    ds_run_close(&r);
     return n;
 }
 
@@ -332,17 +294,17 @@ static void test_window_error_in_window(void) {
     vg_output ds = vg_dataset_map(g, vg_dataset_from_tensor_slices(g, &c, 1, NULL), check_fn, NULL, NULL);
     int64_t size = 2;
     ds = vg_dataset_flat_map(g, vg_dataset_window(g, ds, 2, 1, 1, true, NULL), batch_fn, &size, NULL);
-    run r;
-    if (!run_open(&r, g, ds)) return;
-    CHECK_OK(run_init(&r, &st), &st);
+    ds_run r;
+    if (!ds_run_open(&r, g, ds)) return;
+    CHECK_OK(ds_run_init(&r, &st), &st);
     vg_tensor *t[1] = {0};
-    CHECK_OK(run_next(&r, t, &st), &st); /* [1, 2] */
+    CHECK_OK(ds_run_next(&r, t, &st), &st); /* [1, 2] */
     if (t[0]) CHECK(((const float *)vg_tensor_data(t[0]))[1] == 2);
     vg_tensor_free(t[0]);
-    CHECK_STATUS(run_next(&r, t, &st), &st, VG_INVALID_ARGUMENT, "message"); /* [2, nan] */
-    CHECK_CODE(run_next(&r, t, &st), VG_INVALID_ARGUMENT); /* [nan, 4] */
-    CHECK_CODE(run_next(&r, t, &st), VG_OUT_OF_RANGE);
-    run_close(&r);
+    CHECK_STATUS(ds_run_next(&r, t, &st), &st, VG_INVALID_ARGUMENT, "message"); /* [2, nan] */
+    CHECK_CODE(ds_run_next(&r, t, &st), VG_INVALID_ARGUMENT); /* [nan, 4] */
+    CHECK_CODE(ds_run_next(&r, t, &st), VG_OUT_OF_RANGE);
+    ds_run_close(&r);
 }
 
 static bool each_i64(vg_tensor *const *t, int nout, void *u) {
@@ -429,79 +391,7 @@ static void test_window_nested(void) {
 
 /* checkpoints: the pipeline's iterator saved after k elements (SerializeIterator) and
  * restored into a new graph and session (DeserializeIterator, no initializer) yields
- * the rest of the uninterrupted run's elements */
-typedef vg_output (*build_fn)(vg_graph *g);
-
-/* the element as int64 values, then -1 */
-static int take_i64(vg_session *s, vg_op *next, int64_t *v, int k, vg_status *st) {
-    vg_output f = vg_out(next, 0);
-    vg_tensor *t = NULL;
-    vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, &f, &t, 1, NULL, 0, NULL, st);
-    if (rc != VG_OK) return rc == VG_OUT_OF_RANGE ? k : -1;
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) v[k++] = ((const int64_t *)vg_tensor_data(t))[i];
-    v[k++] = -1;
-    vg_tensor_free(t);
-    return k;
-}
-
-static void checkpoint_case(const char *what, build_fn build, const int *breaks, int nb) {
-    vg_status st;
-    int64_t all[512];
-    int nall = 0;
-    { /* uninterrupted */
-        vg_graph *g = vg_graph_new();
-        vg_op *init;
-        vg_op *next = vg_iterator_get_next(g, vg_make_initializable_iterator(g, build(g), &init, NULL), NULL);
-        vg_session *s = vg_session_new(g, NULL, &st);
-        CHECK(s != NULL);
-        if (s) {
-            CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-            for (int k; (k = take_i64(s, next, all, nall, &st)) > nall;) nall = k;
-        }
-        vg_session_free(s);
-        vg_graph_free(g);
-    }
-    for (int bi = 0; bi < nb; bi++) {
-        int64_t got[512];
-        int ngot = 0;
-        char *saved = NULL;
-        size_t slen = 0;
-        for (int phase = 0; phase < 2; phase++) {
-            vg_graph *g = vg_graph_new();
-            vg_op *init;
-            vg_output it = vg_make_initializable_iterator(g, build(g), &init, NULL);
-            vg_output sv = vg_make_saveable_from_iterator(g, it, NULL);
-            vg_output ph = vg_placeholder(g, VG_STRING, NULL, 0, "state");
-            vg_op *restore = vg_saveable_restore(g, sv, ph, NULL);
-            vg_op *next = vg_iterator_get_next(g, it, NULL);
-            vg_session *s = vg_session_new(g, NULL, &st);
-            CHECK(s != NULL);
-            if (s && phase == 0) {
-                CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-                for (int e = 0; e < breaks[bi]; e++) ngot = take_i64(s, next, got, ngot, &st);
-                vg_tensor *t = NULL;
-                CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &sv, &t, 1, NULL, 0, NULL, &st), &st);
-                if (t) {
-                    const char *b = vg_tensor_string(t, 0, &slen);
-                    saved = malloc(slen);
-                    memcpy(saved, b, slen);
-                    vg_tensor_free(t);
-                }
-            } else if (s && saved) {
-                vg_tensor *t = vg_tensor_new_string_scalar(saved, slen, &st);
-                CHECK_OK(vg_session_run(s, NULL, &ph, &t, 1, NULL, NULL, 0, &restore, 1, NULL, &st), &st);
-                vg_tensor_free(t);
-                for (int k; ngot >= 0 && (k = take_i64(s, next, got, ngot, &st)) > ngot;) ngot = k;
-            }
-            vg_session_free(s);
-            vg_graph_free(g);
-        }
-        free(saved);
-        bool same = ngot == nall && memcmp(got, all, sizeof(int64_t) * (size_t)nall) == 0;
-        if (!same) fprintf(stderr, "%s: break after %d elements: %d values, expected %d\n", what, breaks[bi], ngot, nall);
-        CHECK(same);
-    }
-}
+ * the rest of the uninterrupted run's elements (ds_checkpoint_breaks, ds_run_util.h) */
 
 /* WindowCheckpointTest: range(42).window(6).interleave(lambda x: x, cycle_length=2,
  * num_parallel_calls=2), 42 outputs */
@@ -536,10 +426,10 @@ static vg_output ds_window_buffered(vg_graph *g) {
 
 static void test_window_checkpoint(void) {
     static const int br[] = {0, 1, 5, 13, 21, 41, 42};
-    checkpoint_case("WindowCheckpointTest (parallel interleave)", ds_window_interleave, br, 7);
-    checkpoint_case("WindowCheckpointTest (interleave)", ds_window_interleave_seq, br, 7);
+    ds_checkpoint_breaks("WindowCheckpointTest (parallel interleave)", ds_window_interleave, br, 7, NULL);
+    ds_checkpoint_breaks("WindowCheckpointTest (interleave)", ds_window_interleave_seq, br, 7, NULL);
     static const int br2[] = {0, 1, 2, 3, 4, 7, 9, 10};
-    checkpoint_case("window with a buffer", ds_window_buffered, br2, 8);
+    ds_checkpoint_breaks("window with a buffer", ds_window_buffered, br2, 8, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -560,7 +450,7 @@ static vg_code run_reduce(vg_graph *g, const vg_output *outs, int n, int64_t *v,
     vg_tensor *t[4] = {0};
     vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, outs, t, n, NULL, 0, NULL, st);
     for (int i = 0; rc == VG_OK && i < n; i++) v[i] = *(const int64_t *)vg_tensor_data(t[i]);
-    free_all(t, n);
+    ds_free_all(t, n);
     vg_session_free(s);
     return rc;
 }

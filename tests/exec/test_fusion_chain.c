@@ -230,23 +230,17 @@ static void ln_case(int64_t R, int64_t C) {
     tg t;
     memset(&t, 0, sizeof t);
     vg_graph *g = t.g = vg_graph_new();
-    int64_t xd[2] = {R, C}, cd[1] = {C}, n = R * C;
+    int64_t xd[2] = {R, C}, n = R * C;
     vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x"), w = vg_placeholder(g, VG_FLOAT, xd, 2, "w");
     vg_output h = vg_layer_norm(g, vg_relu(g, x, NULL), NULL);
     vg_output L = vg_reduce_sum(g, vg_mul(g, vg_reshape_c(g, h, xd, 2, NULL), w, NULL), NULL, -1, false, "loss");
-    int nv = 0;
-    const vg_output *vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
-    CHECK_EQ_INT(nv, 2);
-    if (nv != 2) {
+    double *gb[2] = {randv_range(C, 11, -0.5, 0.5), randv_range(C, 12, 0.5, 1.5)};
+    vg_output d[3];
+    if (!two_var_grads_init(g, L, x, gb, C, d, t.init)) {
+        free(gb[0]), free(gb[1]);
         vg_graph_free(g);
         return;
     }
-    vg_output wrt[3] = {x, vg_variable_snapshot(vars[0].op), vg_variable_snapshot(vars[1].op)}, d[3];
-    vg_status st;
-    CHECK_OK(vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st), &st);
-    double *gb[2] = {randv_range(C, 11, -0.5, 0.5), randv_range(C, 12, 0.5, 1.5)};
-    t.init[0] = vg_global_variables_initializer(g);
-    for (int i = 0; i < 2; i++) t.init[1 + i] = vg_assign(g, vars[i], cst(g, VG_FLOAT, cd, 1, gb[i]), true, NULL).op;
     t.ninit = 3;
     double *xv = randv_range(n, 9, -2, 3), *wv = randv_range(n, 10, -1, 1);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, wv)};

@@ -28,9 +28,10 @@ static int nfused_in(vg_run_metadata *md) {
     return n;
 }
 
-/* Runs fetches on a fresh session; returns the number of fused nodes that ran, -1 on error. */
-static int run_g(vg_graph *g, const vg_output *feeds, vg_tensor **vals, int nfeeds, const vg_output *fetch, int nfetch,
-               vg_tensor **outs, int threads, bool fused) {
+/* Runs the ninit init targets, then fetches, on a fresh session with threads intra / inter
+ * op threads and fusion on or off; returns the number of fused nodes that ran, -1 on error. */
+static int run_ln(vg_graph *g, vg_op *const *init, int ninit, const vg_output *feeds, vg_tensor **vals, int nfeeds,
+                  const vg_output *fetch, int nfetch, vg_tensor **outs, int threads, bool fused) {
     bool old = vg__plan_set_fusion(fused);
     vg_status st;
     vg_session_options so = {0};
@@ -43,6 +44,7 @@ static int run_g(vg_graph *g, const vg_output *feeds, vg_tensor **vals, int nfee
     int n = -1;
     for (int i = 0; i < nfetch; i++) outs[i] = NULL;
     if (s && md) {
+        for (int i = 0; i < ninit; i++) CHECK_OK(vg_session_run_targets(s, &init[i], 1, &st), &st);
         CHECK_OK(vg_session_run(s, &ro, feeds, vals, nfeeds, fetch, outs, nfetch, NULL, 0, md, &st), &st);
         if (st.code == VG_OK) n = nfused_in(md);
     }
@@ -50,6 +52,12 @@ static int run_g(vg_graph *g, const vg_output *feeds, vg_tensor **vals, int nfee
     vg_session_free(s);
     vg__plan_set_fusion(old);
     return n;
+}
+
+/* run_ln without init targets */
+static int run_g(vg_graph *g, const vg_output *feeds, vg_tensor **vals, int nfeeds, const vg_output *fetch, int nfetch,
+                 vg_tensor **outs, int threads, bool fused) {
+    return run_ln(g, NULL, 0, feeds, vals, nfeeds, fetch, nfetch, outs, threads, fused);
 }
 
 static bool same_bits(const vg_tensor *a, const vg_tensor *b) {
@@ -65,6 +73,29 @@ static double rel_diff(const vg_tensor *a, const vg_tensor *b) {
         if (fabs(get(b, i)) > s) s = fabs(get(b, i));
     }
     return m / (1.0 + s);
+}
+
+/* Runs fetch (at most 8) fused with 1 thread (a), unfused (b) and fused with 2 threads (c):
+ * at least min_fused fused nodes ran, as many with 2 threads, none unfused; a within 2e-4
+ * of b; c the same bits as a when bitwise, else within 2e-4 of b. */
+static void fused_vs_unfused(vg_graph *g, vg_op *const *init, int ninit, const vg_output *feeds, vg_tensor **vals,
+                             int nfeeds, const vg_output *fetch, int nfetch, int min_fused, bool bitwise) {
+    vg_tensor *a[8], *b[8], *c[8];
+    int nf = run_ln(g, init, ninit, feeds, vals, nfeeds, fetch, nfetch, a, 1, true);
+    int nu = run_ln(g, init, ninit, feeds, vals, nfeeds, fetch, nfetch, b, 1, false);
+    int n2 = run_ln(g, init, ninit, feeds, vals, nfeeds, fetch, nfetch, c, 2, true);
+    CHECK(nf >= min_fused);
+    CHECK_EQ_INT(nu, 0);
+    CHECK_EQ_INT(n2, nf);
+    for (int i = 0; i < nfetch; i++) {
+        CHECK(a[i] && b[i] && c[i]);
+        if (!a[i] || !b[i] || !c[i]) continue;
+        CHECK_EQ_INT(vg_tensor_num_elements(a[i]), vg_tensor_num_elements(b[i]));
+        CHECK(rel_diff(a[i], b[i]) < 2e-4);
+        if (bitwise) CHECK(same_bits(a[i], c[i]));
+        else CHECK(rel_diff(c[i], b[i]) < 2e-4);
+    }
+    for (int i = 0; i < nfetch; i++) vg_tensor_free(a[i]), vg_tensor_free(b[i]), vg_tensor_free(c[i]);
 }
 
 /* resnet_model.py's _batch_norm (training) and _relu(x, 0.1), a weighted sum as loss. */
@@ -87,21 +118,7 @@ static void bn_case(const int64_t xd[4]) {
     vg_tensor *vals[4] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, xd, 4, wv), mk(VG_FLOAT, cd, 1, bv),
                           mk(VG_FLOAT, cd, 1, gv)};
     vg_output feeds[4] = {x, w, beta, gamma}, fetch[6] = {r, d[0], d[1], d[2], var, lt};
-    vg_tensor *a[6], *b[6], *c[6];
-    int nf = run_g(g, feeds, vals, 4, fetch, 6, a, 1, true);
-    int nu = run_g(g, feeds, vals, 4, fetch, 6, b, 1, false);
-    int n2 = run_g(g, feeds, vals, 4, fetch, 6, c, 2, true);
-    CHECK(nf >= 3); /* forward chain, variance, gradient chains */
-    CHECK_EQ_INT(nu, 0);
-    CHECK_EQ_INT(n2, nf);
-    for (int i = 0; i < 6; i++) {
-        CHECK(a[i] && b[i] && c[i]);
-        if (!a[i] || !b[i] || !c[i]) continue;
-        CHECK_EQ_INT(vg_tensor_num_elements(a[i]), vg_tensor_num_elements(b[i]));
-        CHECK(rel_diff(a[i], b[i]) < 2e-4);
-        CHECK(rel_diff(c[i], b[i]) < 2e-4);
-    }
-    for (int i = 0; i < 6; i++) vg_tensor_free(a[i]), vg_tensor_free(b[i]), vg_tensor_free(c[i]);
+    fused_vs_unfused(g, NULL, 0, feeds, vals, 4, fetch, 6, 3 /* forward chain, variance, gradient chains */, false);
     for (int i = 0; i < 4; i++) vg_tensor_free(vals[i]);
     free(xv), free(wv);
     vg_graph_free(g);
@@ -188,68 +205,26 @@ static void test_ew__reductions(void) {
  * gradients wrt x, gamma and beta (through their reads), with gamma and beta assigned
  * values other than their ones / zeros initializers. Fused against unfused, 1 and 2
  * threads. */
-static int run_ln(vg_graph *g, vg_op *const *init, int ninit, const vg_output *feeds, vg_tensor **vals, int nfeeds,
-                  const vg_output *fetch, int nfetch, vg_tensor **outs, int threads, bool fused) {
-    bool old = vg__plan_set_fusion(fused);
-    vg_status st;
-    vg_session_options so = {0};
-    so.intra_op_threads = threads;
-    so.inter_op_threads = threads;
-    vg_session *s = vg_session_new(g, &so, &st);
-    vg_run_options ro = {0};
-    ro.trace_level = VG_TRACE_FULL;
-    vg_run_metadata *md = vg_run_metadata_new();
-    int n = -1;
-    for (int i = 0; i < nfetch; i++) outs[i] = NULL;
-    if (s && md) {
-        for (int i = 0; i < ninit; i++) CHECK_OK(vg_session_run_targets(s, &init[i], 1, &st), &st);
-        CHECK_OK(vg_session_run(s, &ro, feeds, vals, nfeeds, fetch, outs, nfetch, NULL, 0, md, &st), &st);
-        if (st.code == VG_OK) n = nfused_in(md);
-    }
-    vg_run_metadata_free(md);
-    vg_session_free(s);
-    vg__plan_set_fusion(old);
-    return n;
-}
-
 static void ln_case(int64_t R, int64_t C) {
     vg_graph *g = vg_graph_new();
-    int64_t xd[2] = {R, C}, cd[1] = {C}, n = R * C;
+    int64_t xd[2] = {R, C}, n = R * C;
     vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x"), w = vg_placeholder(g, VG_FLOAT, xd, 2, "w");
     vg_output h = vg_layer_norm(g, x, NULL);
     vg_output L = vg_reduce_sum(g, vg_mul(g, h, w, NULL), NULL, -1, false, "loss");
-    int nv = 0;
-    const vg_output *vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
-    CHECK_EQ_INT(nv, 2);
-    if (nv != 2) {
+    double *gb[2] = {kt_randv_range(C, 11, -0.5, 0.5), kt_randv_range(C, 12, 0.5, 1.5)};
+    vg_output d[3];
+    vg_op *init[3];
+    if (!two_var_grads_init(g, L, x, gb, C, d, init)) {
+        free(gb[0]), free(gb[1]);
         vg_graph_free(g);
         return;
     }
-    vg_output wrt[3] = {x, vg_variable_snapshot(vars[0].op), vg_variable_snapshot(vars[1].op)}, d[3];
-    vg_status st;
-    CHECK_OK(vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st), &st);
-    double *gb[2] = {kt_randv_range(C, 11, -0.5, 0.5), kt_randv_range(C, 12, 0.5, 1.5)};
-    vg_op *init[3] = {vg_global_variables_initializer(g), NULL, NULL};
-    for (int i = 0; i < 2; i++) init[1 + i] = vg_assign(g, vars[i], cst(g, VG_FLOAT, cd, 1, gb[i]), true, NULL).op;
     double *xv = kt_randv_range(n, 9, -2, 3), *wv = kt_randv_range(n, 10, -1, 1);
     for (int64_t c = 0; c < C; c++) xv[C + c] = 0.25; /* a constant row: variance 0 */
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, wv)};
     vg_output feeds[2] = {x, w}, fetch[4] = {h, d[0], d[1], d[2]};
-    vg_tensor *a[4], *b[4], *c[4];
-    int nf = run_ln(g, init, 3, feeds, vals, 2, fetch, 4, a, 1, true);
-    int nu = run_ln(g, init, 3, feeds, vals, 2, fetch, 4, b, 1, false);
-    int n2 = run_ln(g, init, 3, feeds, vals, 2, fetch, 4, c, 2, true);
-    CHECK(nf >= 2); /* the variance's chain, the normalization, the gradients' row sums */
-    CHECK_EQ_INT(nu, 0);
-    CHECK_EQ_INT(n2, nf);
-    for (int i = 0; i < 4; i++) {
-        CHECK(a[i] && b[i] && c[i]);
-        if (!a[i] || !b[i] || !c[i]) continue;
-        CHECK_EQ_INT(vg_tensor_num_elements(a[i]), vg_tensor_num_elements(b[i]));
-        CHECK(rel_diff(a[i], b[i]) < 2e-4);
-        CHECK(same_bits(a[i], c[i])); /* no thread-count dependence */
-    }
-    for (int i = 0; i < 4; i++) vg_tensor_free(a[i]), vg_tensor_free(b[i]), vg_tensor_free(c[i]);
+    /* the variance's chain, the normalization, the gradients' row sums; no thread-count dependence */
+    fused_vs_unfused(g, init, 3, feeds, vals, 2, fetch, 4, 2, true);
     for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]), free(gb[i]);
     free(xv), free(wv);
     vg_graph_free(g);

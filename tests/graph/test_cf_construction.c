@@ -42,9 +42,7 @@ static vg_code body_bump(vg_graph *g, const vg_output *v, int n, void *u, vg_out
     (void)n;
     bump_ctx *c = u;
     vg_output up = vg_assign_add(g, c->v.ref, c->one, "bump");
-    vg_graph_push_control_deps(g, &up.op, 1);
-    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, "inc"), "next");
-    vg_graph_pop_control_deps(g);
+    o[0] = kt_inc_after(g, up.op, v[0], "inc", "next");
     return VG_OK;
 }
 static void test_cfc__loop_invariant_op_runs_once_per_iteration(void) {

@@ -16,24 +16,7 @@
  *    imported and run. */
 #include "test_util.h"
 #include "vigil/vigil.h"
-
-/* Runs init, then reads next's output 0 (int64 vectors or scalars) until the end: the
- * values, each element followed by -1, into out[0..*n). */
-static vg_code drain(vg_session *s, vg_op *init, vg_op *next, int64_t *out, int max, int *n, vg_status *st) {
-    *n = 0;
-    vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL, st);
-    if (rc) return rc;
-    for (;;) {
-        vg_tensor *t = NULL;
-        rc = vg_session_run1(s, vg_out(next, 0), &t, st);
-        if (rc != VG_OK) return rc;
-        const int64_t *v = vg_tensor_data(t);
-        for (int64_t i = 0; i < vg_tensor_num_elements(t); i++)
-            if (*n < max) out[(*n)++] = v[i];
-        if (*n < max) out[(*n)++] = -1;
-        vg_tensor_free(t);
-    }
-}
+#include "ds_run_util.h"
 
 static void check_seq(const int64_t *got, int n, const int64_t *want, int nw) {
     CHECK_EQ_INT(n, nw);
@@ -47,25 +30,22 @@ static void check_seq(const int64_t *got, int n, const int64_t *want, int nw) {
     CHECK(same);
 }
 
-/* Drains dataset op `ds_name` of g through a new initializable iterator. */
+/* Drains dataset op `ds_name` of g through a new initializable iterator: its values, each
+ * element followed by -1 (ds_take_i64), must be want[0..nw). */
 static void run_ds(vg_graph *g, const char *ds_name, const int64_t *want, int nw) {
     vg_status st;
     vg_op *ds = vg_graph_op_by_name(g, ds_name);
     CHECK(ds != NULL);
-    if (!ds) return;
-    vg_op *init;
-    vg_output it = vg_make_initializable_iterator(g, vg_out(ds, 0), &init, NULL);
-    vg_op *next = vg_iterator_get_next(g, it, NULL);
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK(s != NULL);
-    if (!s) return;
-    int64_t got[256];
+    ds_run r;
+    if (!ds || !ds_run_open(&r, g, vg_out(ds, 0))) return;
+    int64_t got[DS_CKPT_MAX];
     int n = 0;
-    CHECK_CODE(drain(s, init, next, got, 256, &n, &st), VG_OUT_OF_RANGE);
+    CHECK_OK(ds_run_init(&r, &st), &st);
+    for (int k; (k = ds_take_i64(r.s, r.next, got, n, &st)) > n;) n = k;
+    CHECK_CODE(st.code, VG_OUT_OF_RANGE);
     if (st.code != VG_OUT_OF_RANGE) fprintf(stderr, "%s\n", st.msg);
     check_seq(got, n, want, nw);
-    vg_session_free(s);
+    vg_session_free(r.s); /* g stays the caller's */
 }
 
 /* Imports bytes (a MetaGraphDef when meta) into a new graph and drains `ds_name`. */
@@ -110,6 +90,16 @@ static void roundtrip(vg_graph *g, const char *ds_name, const int64_t *want, int
     else vg_free(txt);
 }
 
+/* run_ds and roundtrip; then the exported text must contain each of the nh strings has[]. */
+static void run_and_roundtrip(vg_graph *g, const char *ds_name, const int64_t *want, int nw, const char *const *has,
+                              int nh) {
+    run_ds(g, ds_name, want, nw);
+    char *txt = NULL;
+    roundtrip(g, ds_name, want, nw, nh ? &txt : NULL);
+    for (int i = 0; txt && i < nh; i++) CHECK_STR_CONTAINS(txt, has[i]);
+    vg_free(txt);
+}
+
 /* ------------------------------------------------------------------------ */
 /* window + flat_map */
 
@@ -130,17 +120,14 @@ static void test_window_flat_map(void) {
     vg_output w = vg_dataset_window(g, vg_dataset_range(g, 0, 7, 1, "range"), 3, 2, 1, false, "window");
     vg_dataset_flat_map(g, w, batch3, NULL, "flat_map");
     CHECK_OK(vg_graph_status(g, &st), &st);
-    run_ds(g, "flat_map", k_windows, 14);
-    char *txt = NULL;
-    roundtrip(g, "flat_map", k_windows, 14, &txt);
-    if (txt) {
+    static const char *const has[] = {
         /* the argument is a dataset: DT_VARIANT, as TF 1.15 */
-        CHECK_STR_CONTAINS(txt, "input_arg {\n        name: \"args_0\"\n        type: DT_VARIANT\n      }");
-        CHECK_STR_CONTAINS(txt, "output_arg {\n        name: \"identity\"\n        type: DT_VARIANT\n      }");
-        CHECK_STR_CONTAINS(txt, "op: \"BatchDatasetV2\"\n      input: \"args_0\"");
-        CHECK_STR_CONTAINS(txt, "name: \"__inference_Dataset_flat_map_flat_map_");
-    }
-    vg_free(txt);
+        "input_arg {\n        name: \"args_0\"\n        type: DT_VARIANT\n      }",
+        "output_arg {\n        name: \"identity\"\n        type: DT_VARIANT\n      }",
+        "op: \"BatchDatasetV2\"\n      input: \"args_0\"",
+        "name: \"__inference_Dataset_flat_map_flat_map_",
+    };
+    run_and_roundtrip(g, "flat_map", k_windows, 14, has, 4);
     vg_graph_free(g);
 }
 
@@ -179,8 +166,7 @@ static void test_window_two_components(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     /* windows (0,1) (2,3) (4): x + 10x = 11x */
     static const int64_t want[] = {0, 11, -1, 22, 33, -1, 44, -1};
-    run_ds(g, "sum", want, 8);
-    roundtrip(g, "sum", want, 8, NULL);
+    run_and_roundtrip(g, "sum", want, 8, NULL, 0);
     vg_graph_free(g);
 }
 
@@ -266,20 +252,17 @@ static void test_group_by_window(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     /* evens 0 2 4 at 4, odds 1 3 5 (+100) at 5; then the end: 6 8, 7 9 (+100) */
     static const int64_t want[] = {0, 2, 4, -1, 101, 103, 105, -1, 6, 8, -1, 107, 109, -1};
-    run_ds(g, "gbw", want, 14);
-    char *txt = NULL;
-    roundtrip(g, "gbw", want, 14, &txt);
-    if (txt) {
-        CHECK_STR_CONTAINS(txt, "name: \"__inference_Dataset_group_by_window_gbw_");
-        CHECK_STR_CONTAINS(txt, "key: \"key_func\"\n    value {\n      func {");
-        CHECK_STR_CONTAINS(txt, "key: \"reduce_func\"\n    value {\n      func {");
-        CHECK_STR_CONTAINS(txt, "key: \"window_size_func\"\n    value {\n      func {");
-        CHECK_STR_CONTAINS(txt, "key: \"Treduce_func_other_arguments\"\n    value {\n      list {\n        type: DT_INT64");
+    static const char *const has[] = {
+        "name: \"__inference_Dataset_group_by_window_gbw_",
+        "key: \"key_func\"\n    value {\n      func {",
+        "key: \"reduce_func\"\n    value {\n      func {",
+        "key: \"window_size_func\"\n    value {\n      func {",
+        "key: \"Treduce_func_other_arguments\"\n    value {\n      list {\n        type: DT_INT64",
         /* reduce_func(key, window): an int64 and a DT_VARIANT */
-        CHECK_STR_CONTAINS(txt, "input_arg {\n        name: \"args_0\"\n        type: DT_INT64\n      }\n      input_arg {\n"
-                                "        name: \"args_1\"\n        type: DT_VARIANT\n      }");
-    }
-    vg_free(txt);
+        "input_arg {\n        name: \"args_0\"\n        type: DT_INT64\n      }\n      input_arg {\n"
+        "        name: \"args_1\"\n        type: DT_VARIANT\n      }",
+    };
+    run_and_roundtrip(g, "gbw", want, 14, has, 6);
     vg_graph_free(g);
 
     /* a window size computed from the key */
@@ -289,8 +272,7 @@ static void test_group_by_window(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     /* evens in twos: 0 2 | 4 6 | 8; odds in threes: 1 3 5 | 7 9 */
     static const int64_t want2[] = {0, 2, -1, 101, 103, 105, -1, 4, 6, -1, 8, -1, 107, 109, -1};
-    run_ds(g, "gbw", want2, 15);
-    roundtrip(g, "gbw", want2, 15, NULL);
+    run_and_roundtrip(g, "gbw", want2, 15, NULL, 0);
     vg_graph_free(g);
 }
 

@@ -718,9 +718,7 @@ static vg_code upd4_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output
     (void)n;
     ab_vars *w = u;
     vg_output asn2 = vg_assign_add(g, w->b.ref, w->asn1, "b_add");
-    vg_graph_push_control_deps(g, &asn2.op, 1);
-    o[0] = vg_add(g, v[0], i32c(g, 1), "i_add");
-    vg_graph_pop_control_deps(g);
+    o[0] = kt_inc_after(g, asn2.op, v[0], NULL, "i_add");
     return VG_OK;
 }
 CF_COND(lt_10, vg_less(g, v[0], i32c(g, 10), NULL))
@@ -741,9 +739,7 @@ static vg_code upd6_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output
     vg_graph_push_control_deps(g, &asn1.op, 1);
     vg_output asn2 = vg_assign_add(g, w->b.ref, w->a.read, "b_add");
     vg_graph_pop_control_deps(g);
-    vg_graph_push_control_deps(g, &asn2.op, 1);
-    o[0] = vg_add(g, v[0], i32c(g, 1), "i_add");
-    vg_graph_pop_control_deps(g);
+    o[0] = kt_inc_after(g, asn2.op, v[0], NULL, "i_add");
     return VG_OK;
 }
 static void test_while_update_variable_456(void) {

@@ -471,9 +471,8 @@ static void test_step_counter__every_n_secs(void) {
 static void test_step_counter__global_step_name(void) {
     vg_status st;
     char dir[64];
-    ht_begin_dir(dir, sizeof dir, "sch");
     vg_variable gs;
-    vg_graph *g = ht_graph_with_bar_foo_step(VG_INT64, &gs);
+    vg_graph *g = ht_begin_bar_foo(dir, sizeof dir, "sch", VG_INT64, &gs);
     CHECK(gs.var && !strcmp(vg_op_name(gs.var), "bar/foo"));
     ht_model m = ht_model_make_on(g);
     CHECK(m.gs.op == gs.var);

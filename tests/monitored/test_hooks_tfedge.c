@@ -88,9 +88,8 @@ static void test_tfedge__graph_events_without_step(void) {
 static void test_tfedge__int32_global_step(void) {
     vg_status st;
     char dir[64];
-    ht_begin_dir(dir, sizeof dir, "tfe");
     vg_variable gs;
-    vg_graph *g = ht_graph_with_bar_foo_step(VG_INT32, &gs);
+    vg_graph *g = ht_begin_bar_foo(dir, sizeof dir, "tfe", VG_INT32, &gs);
     CHECK(vg_get_global_step(g).op == gs.var);
     vg_op *train = vg_assign_add(g, gs.ref, vg_const_i32(g, 1, "one"), "train").op;
     vg_output loss = vg_const_f32(g, 0.5f, "loss_value");

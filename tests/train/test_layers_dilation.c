@@ -17,6 +17,18 @@ static vg_tensor *filled(const int64_t *dims, int nd, int mul, int mod) {
     return t;
 }
 
+/* Initialises g's variables in a new session (returned; the caller frees it), then feeds xv
+ * to x and fetches the three outputs f (the layer's output and two variables) into o. */
+static vg_session *init_and_run3(vg_graph *g, vg_output x, vg_tensor *xv, const vg_output f[3], vg_tensor *o[3]) {
+    vg_status st;
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    for (int i = 0; i < 3; i++) o[i] = NULL;
+    CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, f, o, 3, NULL, 0, NULL, &st), &st);
+    return s;
+}
+
 static void test_dilated_conv1d(void) {
     for (int same = 0; same < 2; same++) {
         vg_status st;
@@ -37,13 +49,8 @@ static void test_dilated_conv1d(void) {
         int ow = same ? 7 : 3, pl = same ? 2 : 0; /* dilated kernel 5 */
         vg_shape ys = vg_output_shape(y);
         CHECK(ys.ndims == 3 && ys.dims[1] == ow && ys.dims[2] == 2);
-        vg_op *init = vg_global_variables_initializer(g);
-        vg_session *s = vg_session_new(g, NULL, &st);
-        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-        vg_tensor *xv = filled((int64_t[]){2, 7, 2}, 3, 7, 11);
-        vg_output f[3] = {y, l->kernel.read, l->bias.read};
-        vg_tensor *o[3] = {0};
-        CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, f, o, 3, NULL, 0, NULL, &st), &st);
+        vg_tensor *o[3], *xv = filled((int64_t[]){2, 7, 2}, 3, 7, 11);
+        vg_session *s = init_and_run3(g, x, xv, (vg_output[]){y, l->kernel.read, l->bias.read}, o);
         if (o[0]) {
             const double *xd = vg_tensor_data(xv), *k = vg_tensor_data(o[1]), *b = vg_tensor_data(o[2]);
             const double *yd = vg_tensor_data(o[0]);
@@ -96,13 +103,8 @@ static void test_dilated_separable_conv2d(void) {
         int oh = same ? 5 : 3, ow = same ? 6 : 4, pt = same ? 1 : 0, pl = same ? 1 : 0; /* dilated k = 3 */
         vg_shape ys = vg_output_shape(y);
         CHECK(ys.ndims == 4 && ys.dims[1] == oh && ys.dims[2] == ow && ys.dims[3] == 3);
-        vg_op *init = vg_global_variables_initializer(g);
-        vg_session *s = vg_session_new(g, NULL, &st);
-        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-        vg_tensor *xv = filled((int64_t[]){1, 5, 6, 2}, 4, 5, 13);
-        vg_output f[3] = {y, l->depthwise_kernel.read, l->pointwise_kernel.read};
-        vg_tensor *o[3] = {0};
-        CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, f, o, 3, NULL, 0, NULL, &st), &st);
+        vg_tensor *o[3], *xv = filled((int64_t[]){1, 5, 6, 2}, 4, 5, 13);
+        vg_session *s = init_and_run3(g, x, xv, (vg_output[]){y, l->depthwise_kernel.read, l->pointwise_kernel.read}, o);
         if (o[0]) {
             const double *xd = vg_tensor_data(xv), *dk = vg_tensor_data(o[1]), *pk = vg_tensor_data(o[2]);
             const double *yd = vg_tensor_data(o[0]);

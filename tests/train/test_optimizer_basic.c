@@ -99,11 +99,12 @@ static void check_momentum(bool nesterov) {
     vg_optimizer *opt = vg_optimizer_new_momentum(0.05, 0.9, nesterov);
     vg_op *train = minimize_problem(&p, opt);
     CHECK(train && strcmp(vg_op_name(train), "Momentum") == 0);
-    CHECK(has_op(p.g, "w/Momentum", "VariableV2"));
-    CHECK(has_op(p.g, "w/Momentum/Initializer/zeros", "Const"));
-    CHECK(has_op(p.g, "Momentum/learning_rate", "Const"));
-    CHECK(has_op(p.g, "Momentum/momentum", "Const"));
-    CHECK(has_op(p.g, "Momentum/update_w/ApplyMomentum", "ApplyMomentum"));
+    static const char *const momentum_ops[][2] = {
+        {"w/Momentum", "VariableV2"}, {"w/Momentum/Initializer/zeros", "Const"},
+        {"Momentum/learning_rate", "Const"}, {"Momentum/momentum", "Const"},
+        {"Momentum/update_w/ApplyMomentum", "ApplyMomentum"},
+    };
+    expect_ops(p.g, momentum_ops, 5);
     vg_op *slot = vg_graph_op_by_name(p.g, "w/Momentum");
     CHECK(slot && in_collection(p.g, VG_GLOBAL_VARIABLES, slot) && !in_collection(p.g, VG_TRAINABLE_VARIABLES, slot));
     double want[2][N];
@@ -142,20 +143,16 @@ static void check_adam(vg_dtype dt) {
         CHECK(vg_op_input(train, 0).op == p.gs.op);
         CHECK(vg_op_num_control_inputs(train) == 1 && vg_op_control_input(train, 0) == vg_graph_op_by_name(p.g, "Adam/update"));
     }
-    CHECK(has_op(p.g, "w/Adam", "VariableV2"));
-    CHECK(has_op(p.g, "w/Adam_1", "VariableV2"));
-    CHECK(has_op(p.g, "beta1_power", "VariableV2"));
-    CHECK(has_op(p.g, "beta2_power", "VariableV2"));
-    CHECK(has_op(p.g, "beta1_power/initial_value", "Const"));
-    CHECK(has_op(p.g, "Adam/learning_rate", "Const"));
-    CHECK(has_op(p.g, "Adam/beta1", "Const"));
-    CHECK(has_op(p.g, "Adam/beta2", "Const"));
-    CHECK(has_op(p.g, "Adam/epsilon", "Const"));
-    CHECK(has_op(p.g, "Adam/update_w/ApplyAdam", "ApplyAdam"));
-    CHECK(has_op(p.g, "Adam/mul", "Mul"));
-    CHECK(has_op(p.g, "Adam/Assign", "Assign"));
-    CHECK(has_op(p.g, "Adam/mul_1", "Mul"));
-    CHECK(has_op(p.g, "Adam/Assign_1", "Assign"));
+    static const char *const adam_ops[][2] = {
+        {"w/Adam", "VariableV2"}, {"w/Adam_1", "VariableV2"},
+        {"beta1_power", "VariableV2"}, {"beta2_power", "VariableV2"},
+        {"beta1_power/initial_value", "Const"}, {"Adam/learning_rate", "Const"},
+        {"Adam/beta1", "Const"}, {"Adam/beta2", "Const"},
+        {"Adam/epsilon", "Const"}, {"Adam/update_w/ApplyAdam", "ApplyAdam"},
+        {"Adam/mul", "Mul"}, {"Adam/Assign", "Assign"},
+        {"Adam/mul_1", "Mul"}, {"Adam/Assign_1", "Assign"},
+    };
+    expect_ops(p.g, adam_ops, 14);
     if (dt == VG_DOUBLE) CHECK(has_op(p.g, "Adam/update_w/Cast", "Cast"));
     else CHECK(vg_graph_op_by_name(p.g, "Adam/update_w/Cast") == NULL);
     vg_op *b1p = vg_graph_op_by_name(p.g, "beta1_power");
@@ -194,14 +191,13 @@ static void test_optimizer__rmsprop(void) {
     vg_optimizer *opt = vg_optimizer_new_rmsprop(lr, decay, mom, eps);
     vg_op *train = minimize_problem(&p, opt);
     CHECK(train && strcmp(vg_op_name(train), "RMSProp") == 0);
-    CHECK(has_op(p.g, "w/RMSProp", "VariableV2"));
-    CHECK(has_op(p.g, "w/RMSProp/Initializer/ones", "Const"));
-    CHECK(has_op(p.g, "w/RMSProp_1", "VariableV2"));
-    CHECK(has_op(p.g, "w/RMSProp_1/Initializer/zeros", "Const"));
-    CHECK(has_op(p.g, "RMSProp/decay", "Const"));
-    CHECK(has_op(p.g, "RMSProp/momentum", "Const"));
-    CHECK(has_op(p.g, "RMSProp/epsilon", "Const"));
-    CHECK(has_op(p.g, "RMSProp/update_w/ApplyRMSProp", "ApplyRMSProp"));
+    static const char *const rmsprop_ops[][2] = {
+        {"w/RMSProp", "VariableV2"}, {"w/RMSProp/Initializer/ones", "Const"},
+        {"w/RMSProp_1", "VariableV2"}, {"w/RMSProp_1/Initializer/zeros", "Const"},
+        {"RMSProp/decay", "Const"}, {"RMSProp/momentum", "Const"},
+        {"RMSProp/epsilon", "Const"}, {"RMSProp/update_w/ApplyRMSProp", "ApplyRMSProp"},
+    };
+    expect_ops(p.g, rmsprop_ops, 8);
     double want[3][N];
     for (int i = 0; i < N; i++) {
         double w = W0[i], ms = 1.0, mo = 0; /* TF starts the mean square at ones */

@@ -13,6 +13,14 @@ void end_points_add(end_points *ep, const char *name, vg_output x) {
     ep->out[ep->n++] = x;
 }
 
+vg_output end_points_add_softmax(vg_graph *g, end_points *ep, const char *scope, vg_output logits) {
+    vg_graph_push_scope(g, scope);
+    vg_output p = vg_softmax(g, logits, "Softmax");
+    end_points_add(ep, scope, p);
+    vg_graph_pop_scope(g);
+    return p;
+}
+
 vg_output end_points_get(const end_points *ep, const char *name) {
     for (int i = 0; ep && i < ep->n; i++)
         if (strcmp(ep->names[i], name) == 0) return ep->out[i];
@@ -120,9 +128,7 @@ vg_output mobilenet_v1(vg_graph *g, vg_output inputs, int num_classes, double dr
     vg_variable_scope_pop(g);
     end_points_add(ep, "Logits", logits);
     /* prediction_fn=tf.contrib.layers.softmax(logits, scope='Predictions') */
-    vg_graph_push_scope(g, "Predictions");
-    end_points_add(ep, "Predictions", vg_softmax(g, logits, "Softmax"));
-    vg_graph_pop_scope(g);
+    end_points_add_softmax(g, ep, "Predictions", logits);
     vg_slim_arg_scope_pop_to(g, depth0);
     vg_variable_scope_pop(g);
     return logits;

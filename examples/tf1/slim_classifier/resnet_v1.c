@@ -70,9 +70,7 @@ vg_output resnet_v1(vg_graph *g, vg_output inputs, const resnet_block *blocks, i
         net = vg_squeeze(g, net, (const int32_t[]){1, 2}, 2, "SpatialSqueeze");
         snprintf(name, sizeof name, "%s/spatial_squeeze", sc_name);
         end_points_add(ep, name, net);
-        vg_graph_push_scope(g, "predictions");
-        end_points_add(ep, "predictions", vg_softmax(g, net, "Softmax"));
-        vg_graph_pop_scope(g);
+        end_points_add_softmax(g, ep, "predictions", net);
     }
     vg_slim_arg_scope_pop_to(g, depth0);
     vg_variable_scope_pop(g);

@@ -18,6 +18,9 @@ typedef struct end_points {
     vg_output out[SC_MAX_END_POINTS];
 } end_points;
 void end_points_add(end_points *ep, const char *name, vg_output x);
+/* slim's prediction_fn (tf.contrib.layers.softmax(logits, scope=scope)): <scope>/Softmax,
+ * added to ep under the name scope; returns it. */
+vg_output end_points_add_softmax(vg_graph *g, end_points *ep, const char *scope, vg_output logits);
 /* ep[name] or {NULL, 0} */
 vg_output end_points_get(const end_points *ep, const char *name);
 
