@@ -114,6 +114,9 @@ VG_HIDDEN void vg__ds_xform_apply_n(const vg__ds_xform *xf, const uint8_t *src, 
 
 /* Frees a function (its graphs and native forms); the destructor of its graph user data. */
 VG_HIDDEN void vg__ds_fn_free(void *fn);
+/* Stores f in g's user data under "vigil.dataset_fn:<g's unique name for name>", writes that
+ * key to key[0..keycap) and f->key. VG_RESOURCE_EXHAUSTED when g cannot store it (f freed). */
+VG_HIDDEN vg_code vg__ds_fn_store(vg_graph *g, vg__ds_fn *f, const char *name, char *key, size_t keycap);
 /* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
  * cannot batch. */
 VG_HIDDEN bool vg__ds_fn_vectorize(vg__ds_fn *fn);

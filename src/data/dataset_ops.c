@@ -885,16 +885,23 @@ static bool fn_finish(vg_graph *g, vg__ds_fn *f, vg_dataset_map_fn fn, void *pay
         vg__ds_fn_free(f);
         return false;
     }
-    char uniq[512];
-    vg_graph_unique_name(g, name, uniq, sizeof uniq);
-    snprintf(key, keylen, FN_KEY_PREFIX "%s", uniq);
-    snprintf(f->key, sizeof f->key, "%s", key);
-    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
-        vg__ds_fn_free(f);
+    if (vg__ds_fn_store(g, f, name, key, keylen) != VG_OK) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
         return false;
     }
     return true;
+}
+
+vg_code vg__ds_fn_store(vg_graph *g, vg__ds_fn *f, const char *name, char *key, size_t keycap) {
+    char uniq[512];
+    vg_graph_unique_name(g, name, uniq, sizeof uniq);
+    snprintf(key, keycap, FN_KEY_PREFIX "%s", uniq);
+    snprintf(f->key, sizeof f->key, "%s", key);
+    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
+        vg__ds_fn_free(f);
+        return VG_RESOURCE_EXHAUSTED;
+    }
+    return VG_OK;
 }
 
 vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
@@ -1297,12 +1304,8 @@ int vg_dataset_reduce(vg_graph *g, vg_output ds, const vg_output *initial_state,
         vg_graph_set_error(g, st.code, "reduce: %s", st.msg);
         return 0;
     }
-    char uniq[512], key[600];
-    vg_graph_unique_name(g, name ? name : "ReduceDataset", uniq, sizeof uniq);
-    snprintf(key, sizeof key, FN_KEY_PREFIX "%s", uniq);
-    snprintf(f->key, sizeof f->key, "%s", key);
-    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
-        vg__ds_fn_free(f);
+    char key[600];
+    if (vg__ds_fn_store(g, f, name ? name : "ReduceDataset", key, sizeof key) != VG_OK) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "reduce: out of memory");
         return 0;
     }

@@ -2265,11 +2265,17 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+vg_code vg__import_read_path(const char *fn, const char *path, uint8_t **data, size_t *len, vg_status *st) {
+    *data = NULL;
+    *len = 0;
+    if (!path) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: path is NULL", fn);
+    return vg__io_read_file(path, data, len, st);
+}
+
 vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, const vg_import_options *opts, vg_status *st) {
-    if (!path) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_graph_import_graph_def_file: path is NULL");
-    uint8_t *data = NULL;
-    size_t len = 0;
-    vg_code k = vg__io_read_file(path, &data, &len, st);
+    uint8_t *data;
+    size_t len;
+    vg_code k = vg__import_read_path("vg_graph_import_graph_def_file", path, &data, &len, st);
     if (k) return k;
     vg_import_options o = {0};
     if (opts) o = *opts;
