@@ -25,6 +25,7 @@
 
 #include "core/core.h"
 #include "io/example_io.h"
+#include "io/io.h"
 #include "vigil/data.h"
 #include "vigil/session.h"
 #include <pthread.h>
@@ -323,11 +324,9 @@ VG_HIDDEN void vg__ds_iter_cancel(vg__ds_iter *it);
 
 /* ---- saved iterator state (dataset_state.c) ------------------------------ */
 
-/* A growing byte buffer; a failed allocation sets oom (later writes are dropped). */
+/* A growing byte buffer; a failed allocation sets b.oom (later writes are dropped). */
 typedef struct vg__ds_wr {
-    uint8_t *buf;
-    size_t len, cap;
-    bool oom;
+    vg__pb_buf b;
     int version;                /* the state's format: 1 (no captures) or 2 (0: 1) */
 } vg__ds_wr;
 /* A bounded reader; reading past the end (or a malformed value) sets bad and yields 0. */

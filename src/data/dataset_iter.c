@@ -3021,7 +3021,7 @@ vg_code vg__ds_iter_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     const vg__dataset *d = it->ds;
     vg__ds_put_i64(w, ITER_TAG | d->kind);
     vg_code rc = vg__ds_kind_of(d->kind)->save(it, w, st);
-    if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
+    if (rc == VG_OK && w->b.oom) rc = VG_OOM(st, "iterator state");
     if (rc == VG_UNIMPLEMENTED && !strstr(st->msg, "Dataset")) /* name the innermost dataset op */
         vg_status_prefix(st, "%s: ", vg__ds_kind_name(d->kind));
     return rc;
