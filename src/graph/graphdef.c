@@ -217,18 +217,23 @@ static size_t list_sz(const vg__attr *a) {
     }
 }
 
+/* Value i of an int or type list attribute, as its varint. */
+static uint64_t varint_list_at(const vg__attr *a, int i) {
+    if (a->type == VG_ATTR_INT_LIST) return (uint64_t)((const int64_t *)a->u.list.p)[i];
+    return (uint64_t)((const vg_dtype *)a->u.list.p)[i];
+}
+
 static void put_list(vg__pb_buf *b, const vg__attr *a) {
     int n = a->u.list.n;
     size_t payload = 0;
     switch (a->type) {
-    case VG_ATTR_INT_LIST: {
-        const int64_t *v = a->u.list.p;
+    case VG_ATTR_INT_LIST: /* packed varints: ListValue.i (3) or ListValue.type (6) */
+    case VG_ATTR_TYPE_LIST:
         if (!n) return;
-        for (int i = 0; i < n; i++) payload += vsz((uint64_t)v[i]);
-        put_len_hdr(b, 3, payload);
-        for (int i = 0; i < n; i++) vg__pb_put_varint(b, (uint64_t)v[i]);
+        for (int i = 0; i < n; i++) payload += vsz(varint_list_at(a, i));
+        put_len_hdr(b, a->type == VG_ATTR_INT_LIST ? 3 : 6, payload);
+        for (int i = 0; i < n; i++) vg__pb_put_varint(b, varint_list_at(a, i));
         return;
-    }
     case VG_ATTR_FLOAT_LIST: {
         const float *v = a->u.list.p;
         if (!n) return;
@@ -238,14 +243,6 @@ static void put_list(vg__pb_buf *b, const vg__attr *a) {
             memcpy(&u, &v[i], 4);
             vg__pb_put_fixed32(b, u);
         }
-        return;
-    }
-    case VG_ATTR_TYPE_LIST: {
-        const vg_dtype *v = a->u.list.p;
-        if (!n) return;
-        for (int i = 0; i < n; i++) payload += vsz((uint64_t)v[i]);
-        put_len_hdr(b, 6, payload);
-        for (int i = 0; i < n; i++) vg__pb_put_varint(b, (uint64_t)v[i]);
         return;
     }
     case VG_ATTR_SHAPE_LIST:
