@@ -373,6 +373,9 @@ VG_HIDDEN vg__dataset *vg__ds_decode(vg__ds_rd *r, vg_status *st);
  * the next call). UNIMPLEMENTED for a state that cannot be saved (a cache file being
  * written), naming the dataset op. */
 VG_HIDDEN vg_code vg__ds_iter_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st);
+/* Saves an input iterator of a save function: whether it is open (child not NULL), then
+ * its vg__ds_iter_save state when it is. */
+VG_HIDDEN vg_code vg__ds_save_child(vg__ds_iter *child, vg__ds_wr *w, vg_status *st);
 /* Restores a state written by vg__ds_iter_save into `it`, a new iterator over the same
  * dataset that has not been used yet. Fails with INVALID_ARGUMENT (a state that does not
  * match), the errors of reopening files (NOT_FOUND, DATA_LOSS when a file is shorter
