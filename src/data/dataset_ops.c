@@ -286,6 +286,34 @@ static vg_code kernel_make_iterator(vg__kctx *ctx) {
     return rc;
 }
 
+/* Under r->mu: r has an iterator (FAILED_PRECONDITION) yielding n components
+ * (INVALID_ARGUMENT "iterator yields %d components, <expects> n"). */
+static vg_code check_get_next(const iter_res *r, int n, const char *expects, vg_status *st) {
+    if (!r->it)
+        return vg_status_set(st, VG_FAILED_PRECONDITION,
+                             "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
+                             "the initializer operation for this iterator before getting the next element.");
+    if (r->it->ds->ncomp != n)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, %s %d", r->it->ds->ncomp,
+                             expects, n);
+    return VG_OK;
+}
+
+/* Hands a GetNext's n tensors out[] to the outputs after checking their dtypes against
+ * types[] (a mismatch frees the rest); OUT_OF_RANGE when the iterator ended. */
+static vg_code hand_out(vg__kctx *ctx, vg_tensor **out, int n, const vg_dtype *types, bool end, vg_status *st) {
+    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
+    vg_code rc = VG_OK;
+    for (int i = 0; i < n; i++) {
+        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
+        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
+        else vg_tensor_free(out[i]);
+    }
+    return rc;
+}
+
 static vg_code kernel_get_next(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     iter_res *r = iter_of(ctx, 0);
@@ -297,27 +325,11 @@ static vg_code kernel_get_next(vg__kctx *ctx) {
     bool end = false;
     vg_code rc;
     pthread_mutex_lock(&r->mu);
-    if (!r->it) {
-        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
-                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
-                           "the initializer operation for this iterator before getting the next element.");
-    } else if (r->it->ds->ncomp != n) {
-        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, IteratorGetNext expects %d",
-                           r->it->ds->ncomp, n);
-    } else {
-        rc = r->it->next(r->it, out, &end, st);
-    }
+    rc = check_get_next(r, n, "IteratorGetNext expects", st);
+    if (rc == VG_OK) rc = r->it->next(r->it, out, &end, st);
     pthread_mutex_unlock(&r->mu);
     if (rc != VG_OK) return rc;
-    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
-    for (int i = 0; i < n; i++) {
-        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
-        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
-        else vg_tensor_free(out[i]);
-    }
-    return rc;
+    return hand_out(ctx, out, n, types, end, st);
 }
 
 
@@ -339,13 +351,7 @@ static vg_code kernel_get_next_pos(vg__kctx *ctx) {
     bool end = false;
     vg_code rc = VG_OK;
     pthread_mutex_lock(&r->mu);
-    if (!r->it) {
-        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
-                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
-                           "the initializer operation for this iterator before getting the next element.");
-    } else if (r->it->ds->ncomp != n) {
-        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, expected %d", r->it->ds->ncomp, n);
-    }
+    rc = check_get_next(r, n, "expected", st);
     if (rc == VG_OK && !r->ff_done) {
         vg__var_lock(v);
         vg_tensor *pv = vg__var_value(v);
@@ -380,15 +386,7 @@ static vg_code kernel_get_next_pos(vg__kctx *ctx) {
         for (int i = 0; i < n; i++) vg_tensor_free(out[i]);
         return rc;
     }
-    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
-    for (int i = 0; i < n; i++) {
-        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
-        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
-        else vg_tensor_free(out[i]);
-    }
-    return rc;
+    return hand_out(ctx, out, n, types, end, st);
 }
 
 /* SerializeIterator(resource_handle) -> serialized: the iterator's whole state (its
