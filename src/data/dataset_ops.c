@@ -618,60 +618,55 @@ vg_output vg_dataset_from_tensors(vg_graph *g, const vg_output *components, int 
     return finish(b);
 }
 
+/* A source dataset of scalar elements of dtype t: op `type` with inputs in[0..n). */
+static vg_output scalar_source(vg_graph *g, const char *type, vg_dtype t, const vg_output *in, int n,
+                               const char *name) {
+    vg_shape s = vg_shape_make(NULL, 0);
+    vg_op_builder *b = ds_builder(g, type, name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, n);
+    return finish(b);
+}
+
+/* The file datasets' check: false (INVALID_ARGUMENT "<what>: filenames must be a string
+ * tensor" set on g) when filenames is not a string tensor. */
+static bool string_filenames(vg_graph *g, vg_output filenames, const char *what) {
+    if (!filenames.op || vg_output_dtype(filenames) == VG_STRING) return true;
+    vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: filenames must be a string tensor", what);
+    return false;
+}
+
 vg_output vg_dataset_fixed_length_record(vg_graph *g, vg_output filenames, int64_t header_bytes, int64_t record_bytes,
                                          int64_t footer_bytes, const char *name) {
-    vg_dtype t = VG_STRING;
-    vg_shape s = vg_shape_make(NULL, 0);
-    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "FixedLengthRecordDataset: filenames must be a string tensor");
-        return (vg_output){NULL, 0};
-    }
+    if (!string_filenames(g, filenames, "FixedLengthRecordDataset")) return (vg_output){NULL, 0};
     vg_output in[6] = {filenames,
                        vg_const_i64(g, header_bytes, "header_bytes"),
                        vg_const_i64(g, record_bytes, "record_bytes"),
                        vg_const_i64(g, footer_bytes, "footer_bytes"),
                        vg_const_i64(g, 256 * 1024, "buffer_size"),
                        vg_const_string(g, "", "compression_type")};
-    vg_op_builder *b = ds_builder(g, "FixedLengthRecordDatasetV2", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 6);
-    return finish(b);
+    return scalar_source(g, "FixedLengthRecordDatasetV2", VG_STRING, in, 6, name);
 }
 
 vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name) {
-    vg_dtype t = VG_INT64;
-    vg_shape s = vg_shape_make(NULL, 0);
     vg_output in[3] = {vg_const_i64(g, start, "start"), vg_const_i64(g, stop, "stop"), vg_const_i64(g, step, "step")};
-    vg_op_builder *b = ds_builder(g, "RangeDataset", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 3);
-    return finish(b);
+    return scalar_source(g, "RangeDataset", VG_INT64, in, 3, name);
+}
+
+/* TFRecordDataset / TextLineDataset: filenames, compression_type, buffer_size. */
+static vg_output compressed_files(vg_graph *g, const char *type, vg_output filenames, const char *compression_type,
+                                  const char *name) {
+    if (!string_filenames(g, filenames, type)) return (vg_output){NULL, 0};
+    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size")};
+    return scalar_source(g, type, VG_STRING, in, 3, name);
 }
 
 vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
-    vg_dtype t = VG_STRING;
-    vg_shape s = vg_shape_make(NULL, 0);
-    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TFRecordDataset: filenames must be a string tensor");
-        return (vg_output){NULL, 0};
-    }
-    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
-                       vg_const_i64(g, 256 * 1024, "buffer_size")};
-    vg_op_builder *b = ds_builder(g, "TFRecordDataset", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 3);
-    return finish(b);
+    return compressed_files(g, "TFRecordDataset", filenames, compression_type, name);
 }
 
 vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
-    vg_dtype t = VG_STRING;
-    vg_shape s = vg_shape_make(NULL, 0);
-    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TextLineDataset: filenames must be a string tensor");
-        return (vg_output){NULL, 0};
-    }
-    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
-                       vg_const_i64(g, 256 * 1024, "buffer_size")};
-    vg_op_builder *b = ds_builder(g, "TextLineDataset", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 3);
-    return finish(b);
+    return compressed_files(g, "TextLineDataset", filenames, compression_type, name);
 }
 
 void vg__ds_fn_free(void *p) {
