@@ -927,10 +927,14 @@ vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn f
     return finish(b);
 }
 
-vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, int64_t cycle_length,
-                                int64_t block_length, const char *name) {
+/* The datasets whose function returns a dataset (interleave, parallel interleave,
+ * flat_map): op `type` over ds with the captures, then int64 Consts vals[0..nvals) named
+ * val_names[i]; sloppy adds attr sloppy = false. `what` names the caller in errors. */
+static vg_output dataset_fn_op(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *what,
+                               const char *type, const int64_t *vals, const char *const *val_names, int nvals,
+                               bool sloppy, const char *name) {
     char key[600];
-    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "InterleaveDataset", key, sizeof key);
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, what, name ? name : type, key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
     vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
     if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
@@ -938,62 +942,38 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
     if (n == 0) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: the function must return one dataset", what);
         return (vg_output){NULL, 0};
     }
-    vg_output in[2] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length")};
-    vg_op_builder *b = ds_builder(g, "InterleaveDataset", name, ot, os, n);
+    vg_output in[3];
+    for (int i = 0; i < nvals; i++) in[i] = vg_const_i64(g, vals[i], val_names[i]);
+    vg_op_builder *b = ds_builder(g, type, name, ot, os, n);
     vg_op_builder_add_input(b, ds);
     add_captures(b, f);
-    vg_op_builder_add_inputs(b, in, 2);
+    if (nvals) vg_op_builder_add_inputs(b, in, nvals);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    if (sloppy) vg_op_builder_set_attr_bool(b, "sloppy", false);
     return finish(b);
+}
+
+static const char *const k_interleave_args[3] = {"cycle_length", "block_length", "num_parallel_calls"};
+
+vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, int64_t cycle_length,
+                                int64_t block_length, const char *name) {
+    const int64_t v[2] = {cycle_length, block_length};
+    return dataset_fn_op(g, ds, fn, payload, "interleave", "InterleaveDataset", v, k_interleave_args, 2, false, name);
 }
 
 vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
                                          int64_t cycle_length, int64_t block_length, int num_parallel_calls,
                                          const char *name) {
-    char key[600];
-    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "ParallelInterleaveDatasetV2", key, sizeof key);
-    if (!f) return (vg_output){NULL, 0};
-    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
-    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
-    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
-    vg_shape os[VG_DATASET_MAX_COMPONENTS];
-    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
-    if (n == 0) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
-        return (vg_output){NULL, 0};
-    }
-    vg_output in[3] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length"),
-                       vg_const_i64(g, num_parallel_calls, "num_parallel_calls")};
-    vg_op_builder *b = ds_builder(g, "ParallelInterleaveDatasetV2", name, ot, os, n);
-    vg_op_builder_add_input(b, ds);
-    add_captures(b, f);
-    vg_op_builder_add_inputs(b, in, 3);
-    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    vg_op_builder_set_attr_bool(b, "sloppy", false);
-    return finish(b);
+    const int64_t v[3] = {cycle_length, block_length, num_parallel_calls};
+    return dataset_fn_op(g, ds, fn, payload, "interleave", "ParallelInterleaveDatasetV2", v, k_interleave_args, 3,
+                         true, name);
 }
 
 vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
-    char key[600];
-    vg__ds_fn *f = build_fn(g, ds, fn, payload, "flat_map", name ? name : "FlatMapDataset", key, sizeof key);
-    if (!f) return (vg_output){NULL, 0};
-    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
-    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
-    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
-    vg_shape os[VG_DATASET_MAX_COMPONENTS];
-    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
-    if (n == 0) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "flat_map: the function must return one dataset");
-        return (vg_output){NULL, 0};
-    }
-    vg_op_builder *b = ds_builder(g, "FlatMapDataset", name, ot, os, n);
-    vg_op_builder_add_input(b, ds);
-    add_captures(b, f);
-    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    return finish(b);
+    return dataset_fn_op(g, ds, fn, payload, "flat_map", "FlatMapDataset", NULL, NULL, 0, false, name);
 }
 
 vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shift, int64_t stride,
