@@ -437,9 +437,10 @@ static vg_code kernel_deserialize_iterator(vg__kctx *ctx) {
     return VG_OK;
 }
 
-static vg_code shape_serialize_iterator(vg_op *op, vg_status *st) {
+/* SerializeIterator and IteratorToStringHandle: iterator -> string scalar. */
+static vg_code shape_iterator_to_string(vg_op *op, vg_status *st) {
     if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "SerializeIterator: input must be an iterator");
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input must be an iterator", vg_op_type(op));
     vg__op_set_num_outputs(op, 1);
     vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
     return VG_OK;
@@ -497,14 +498,6 @@ static vg_code kernel_from_string_handle(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "The iterator of handle '%s' yields other types than this feedable iterator expects", key);
     return set_handle(ctx, ir);
-}
-
-static vg_code shape_string_handle(vg_op *op, vg_status *st) {
-    if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorToStringHandle: input must be an iterator");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
 }
 
 static vg_code shape_from_string_handle(vg_op *op, vg_status *st) {
@@ -1717,8 +1710,8 @@ const vg__op_def vg__ops_dataset[] = {
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
     {"IteratorGetNext", 1, 1, IT_FLAGS, 0, shape_get_next, kernel_get_next, NULL},
     {"IteratorGetNextWithPosition", 2, 2, IT_FLAGS, 1u << 1, shape_get_next_pos, kernel_get_next_pos, NULL},
-    {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_string_handle, kernel_to_string_handle, NULL},
-    {"SerializeIterator", 1, 1, IT_FLAGS, 0, shape_serialize_iterator, kernel_serialize_iterator, NULL},
+    {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_iterator_to_string, kernel_to_string_handle, NULL},
+    {"SerializeIterator", 1, 1, IT_FLAGS, 0, shape_iterator_to_string, kernel_serialize_iterator, NULL},
     {"DeserializeIterator", 2, 2, IT_FLAGS, 0, shape_deserialize_iterator, kernel_deserialize_iterator, NULL},
     {"IteratorFromStringHandleV2", 1, 1, IT_FLAGS, 0, shape_from_string_handle, kernel_from_string_handle, NULL},
     {0},
