@@ -25,6 +25,7 @@
 
 #include "core/core.h"
 #include "io/example_io.h"
+#include "io/io.h"
 #include "vigil/data.h"
 #include "vigil/session.h"
 #include <pthread.h>
@@ -114,6 +115,9 @@ VG_HIDDEN void vg__ds_xform_apply_n(const vg__ds_xform *xf, const uint8_t *src, 
 
 /* Frees a function (its graphs and native forms); the destructor of its graph user data. */
 VG_HIDDEN void vg__ds_fn_free(void *fn);
+/* Stores f in g's user data under "vigil.dataset_fn:<g's unique name for name>", writes that
+ * key to key[0..keycap) and f->key. VG_RESOURCE_EXHAUSTED when g cannot store it (f freed). */
+VG_HIDDEN vg_code vg__ds_fn_store(vg_graph *g, vg__ds_fn *f, const char *name, char *key, size_t keycap);
 /* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
  * cannot batch. */
 VG_HIDDEN bool vg__ds_fn_vectorize(vg__ds_fn *fn);
@@ -320,11 +324,9 @@ VG_HIDDEN void vg__ds_iter_cancel(vg__ds_iter *it);
 
 /* ---- saved iterator state (dataset_state.c) ------------------------------ */
 
-/* A growing byte buffer; a failed allocation sets oom (later writes are dropped). */
+/* A growing byte buffer; a failed allocation sets b.oom (later writes are dropped). */
 typedef struct vg__ds_wr {
-    uint8_t *buf;
-    size_t len, cap;
-    bool oom;
+    vg__pb_buf b;
     int version;                /* the state's format: 1 (no captures) or 2 (0: 1) */
 } vg__ds_wr;
 /* A bounded reader; reading past the end (or a malformed value) sets bad and yields 0. */
@@ -371,6 +373,9 @@ VG_HIDDEN vg__dataset *vg__ds_decode(vg__ds_rd *r, vg_status *st);
  * the next call). UNIMPLEMENTED for a state that cannot be saved (a cache file being
  * written), naming the dataset op. */
 VG_HIDDEN vg_code vg__ds_iter_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st);
+/* Saves an input iterator of a save function: whether it is open (child not NULL), then
+ * its vg__ds_iter_save state when it is. */
+VG_HIDDEN vg_code vg__ds_save_child(vg__ds_iter *child, vg__ds_wr *w, vg_status *st);
 /* Restores a state written by vg__ds_iter_save into `it`, a new iterator over the same
  * dataset that has not been used yet. Fails with INVALID_ARGUMENT (a state that does not
  * match), the errors of reopening files (NOT_FOUND, DATA_LOSS when a file is shorter

@@ -100,14 +100,8 @@ static vg_code fdef_import(vg_graph *g, const char *op_type, const char *attr, v
         vg__ds_fn_vectorize(f); /* as vg_dataset_map: element by element when it cannot */
         if (!f->vec) f->native_b = vg__ds_native_compile_batched(f);
     }
-    char uniq[512];
-    vg_graph_unique_name(g, fname, uniq, sizeof uniq);
-    snprintf(key, keycap, FN_PREFIX "%s", uniq);
-    snprintf(f->key, sizeof f->key, "%s", key);
-    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
-        vg__ds_fn_free(f);
+    if (vg__ds_fn_store(g, f, fname, key, keycap) != VG_OK)
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
-    }
     return VG_OK;
 }
 

@@ -332,9 +332,8 @@ static vg_code get_group(vg__ds_rd *r, group *g, int nc, vg_status *st) {
 static vg_code gbw_save(vg__ds_iter *it, vg__ds_wr *wr, vg_status *st) {
     gbw_it *w = (gbw_it *)it;
     int nc = it->ds->input->ncomp;
-    vg_code rc = VG_OK;
-    vg__ds_put_i64(wr, w->in != NULL);
-    if (w->in && (rc = vg__ds_iter_save(w->in, wr, st)) != VG_OK) return rc;
+    vg_code rc = vg__ds_save_child(w->in, wr, st);
+    if (rc != VG_OK) return rc;
     vg__ds_put_i64(wr, w->ngroups);
     for (int64_t i = 0; i < w->ngroups && rc == VG_OK; i++) rc = put_group(wr, &w->groups[i], nc, st);
     vg__ds_put_i64(wr, w->nw);

@@ -2564,7 +2564,7 @@ static vg_code state_mismatch(const vg__dataset *d, const char *what, vg_status 
     return vg_status_set(st, VG_INVALID_ARGUMENT, "corrupt iterator state (%s: %s)", vg__ds_kind_name(d->kind), what);
 }
 
-static vg_code save_child(vg__ds_iter *child, vg__ds_wr *w, vg_status *st) {
+vg_code vg__ds_save_child(vg__ds_iter *child, vg__ds_wr *w, vg_status *st) {
     vg__ds_put_i64(w, child != NULL);
     return child ? vg__ds_iter_save(child, w, st) : VG_OK;
 }
@@ -2657,7 +2657,7 @@ static vg_code shuffle_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
     vg__ds_put_i64(w, u->size);
     for (int64_t k = 0; k < u->size && rc == VG_OK; k++)
         rc = sb ? put_slot(w, sb, sb->idx[k], nc, st) : vg__ds_put_item(w, VG_OK, u->buf + k * nc, nc, NULL, st);
-    return rc == VG_OK ? save_child(u->in, w, st) : rc;
+    return rc == VG_OK ? vg__ds_save_child(u->in, w, st) : rc;
 }
 
 static vg_code shuffle_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
@@ -2711,7 +2711,7 @@ static vg_code cache_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
     vg__ds_put_i64(w, u->epoch);
     vg__ds_put_i64(w, u->count);
     vg_code rc = VG_OK;
-    if (c->file) return u->epoch == 3 ? save_child(u->in, w, st) : VG_OK;
+    if (c->file) return u->epoch == 3 ? vg__ds_save_child(u->in, w, st) : VG_OK;
     if (u->epoch == 1) {
         vg__ds_put_i64(w, c->n);
         for (int64_t k = 0; k < c->n && rc == VG_OK; k++)
@@ -2720,7 +2720,7 @@ static vg_code cache_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
     }
     vg__ds_put_i64(w, u->size);
     for (int64_t k = 0; k < u->size && rc == VG_OK; k++) rc = vg__ds_put_item(w, VG_OK, u->buf + k * nc, nc, NULL, st);
-    return rc == VG_OK ? save_child(u->in, w, st) : rc;
+    return rc == VG_OK ? vg__ds_save_child(u->in, w, st) : rc;
 }
 
 /* n elements of nc components into a new array (*out, n * nc references). */
@@ -2797,7 +2797,7 @@ static vg_code prefetch_save(prefetch_it *p, vg__ds_wr *w, vg_status *st) {
         const pf_item *e = &p->ring[(p->head + k) % p->rcap];
         rc = vg__ds_put_item(w, e->code, e->t, nc, e->st.msg, st);
     }
-    return rc == VG_OK ? save_child(p->in, w, st) : rc;
+    return rc == VG_OK ? vg__ds_save_child(p->in, w, st) : rc;
 }
 
 static vg_code prefetch_restore(prefetch_it *p, vg__ds_rd *r, vg_status *st) {
@@ -2838,7 +2838,7 @@ static vg_code interleave_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
     vg__ds_put_i64(w, u->cycle_index);
     vg__ds_put_i64(w, u->block_index);
     vg__ds_put_i64(w, u->num_open);
-    vg_code rc = save_child(u->in, w, st);
+    vg_code rc = vg__ds_save_child(u->in, w, st);
     for (int64_t i = 0; i < d->a && rc == VG_OK; i++) {
         vg__ds_put_i64(w, u->cycle[i] != NULL);
         if (!u->cycle[i]) continue;
@@ -2887,7 +2887,7 @@ static vg_code map_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     if (u->blk && (rc = pmap_drain(u, st)) != VG_OK) return rc;
     if ((rc = queue_save(&u->rq, w, it->ds->fn->nouts, st)) != VG_OK) return rc;
     vg__ds_put_i64(w, u->blk ? u->blk[u->bcur].in_end : 0);
-    return save_child(u->in, w, st);
+    return vg__ds_save_child(u->in, w, st);
 }
 static vg_code map_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
     unary_it *u = (unary_it *)it;
@@ -2926,7 +2926,7 @@ static vg_code repeat_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     unary_it *u = (unary_it *)it;
     vg__ds_put_i64(w, u->epoch);
     vg__ds_put_i64(w, u->in_epoch);
-    return save_child(u->in, w, st);
+    return vg__ds_save_child(u->in, w, st);
 }
 static vg_code repeat_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
     unary_it *u = (unary_it *)it;
@@ -2941,7 +2941,7 @@ static vg_code repeat_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
 static vg_code count_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     unary_it *u = (unary_it *)it;
     vg__ds_put_i64(w, u->count);
-    return save_child(u->in, w, st);
+    return vg__ds_save_child(u->in, w, st);
 }
 static vg_code count_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
     unary_it *u = (unary_it *)it;
@@ -2956,7 +2956,7 @@ static vg_code unbatch_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     if (u->cur[0] && (rc = vg__ds_put_item(w, VG_OK, u->cur, it->ds->ncomp, NULL, st)) != VG_OK) return rc;
     vg__ds_put_i64(w, u->count);
     vg__ds_put_i64(w, u->cur_n);
-    return save_child(u->in, w, st);
+    return vg__ds_save_child(u->in, w, st);
 }
 static vg_code unbatch_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
     unary_it *u = (unary_it *)it;
@@ -2983,8 +2983,8 @@ static vg_code concatenate_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     unary_it *u = (unary_it *)it;
     vg_code rc;
     vg__ds_put_i64(w, u->in_end);
-    if ((rc = save_child(u->in, w, st)) != VG_OK) return rc;
-    return save_child(u->ins[0], w, st);
+    if ((rc = vg__ds_save_child(u->in, w, st)) != VG_OK) return rc;
+    return vg__ds_save_child(u->ins[0], w, st);
 }
 static vg_code concatenate_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
     unary_it *u = (unary_it *)it;
@@ -2997,8 +2997,8 @@ static vg_code concatenate_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st)
 
 static vg_code zip_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     unary_it *u = (unary_it *)it;
-    vg_code rc = save_child(u->in, w, st);
-    for (int k = 0; k < it->ds->nmore && rc == VG_OK; k++) rc = save_child(u->ins[k], w, st);
+    vg_code rc = vg__ds_save_child(u->in, w, st);
+    for (int k = 0; k < it->ds->nmore && rc == VG_OK; k++) rc = vg__ds_save_child(u->ins[k], w, st);
     return rc;
 }
 static vg_code zip_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
@@ -3011,7 +3011,7 @@ static vg_code zip_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
 
 /* batch, padded_batch, filter: nothing between elements */
 static vg_code input_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
-    return save_child(((unary_it *)it)->in, w, st);
+    return vg__ds_save_child(((unary_it *)it)->in, w, st);
 }
 static vg_code input_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
     return restore_child(it, &((unary_it *)it)->in, it->ds->input, true, r, st);
@@ -3021,7 +3021,7 @@ vg_code vg__ds_iter_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     const vg__dataset *d = it->ds;
     vg__ds_put_i64(w, ITER_TAG | d->kind);
     vg_code rc = vg__ds_kind_of(d->kind)->save(it, w, st);
-    if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
+    if (rc == VG_OK && w->b.oom) rc = VG_OOM(st, "iterator state");
     if (rc == VG_UNIMPLEMENTED && !strstr(st->msg, "Dataset")) /* name the innermost dataset op */
         vg_status_prefix(st, "%s: ", vg__ds_kind_name(d->kind));
     return rc;

@@ -286,6 +286,34 @@ static vg_code kernel_make_iterator(vg__kctx *ctx) {
     return rc;
 }
 
+/* Under r->mu: r has an iterator (FAILED_PRECONDITION) yielding n components
+ * (INVALID_ARGUMENT "iterator yields %d components, <expects> n"). */
+static vg_code check_get_next(const iter_res *r, int n, const char *expects, vg_status *st) {
+    if (!r->it)
+        return vg_status_set(st, VG_FAILED_PRECONDITION,
+                             "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
+                             "the initializer operation for this iterator before getting the next element.");
+    if (r->it->ds->ncomp != n)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, %s %d", r->it->ds->ncomp,
+                             expects, n);
+    return VG_OK;
+}
+
+/* Hands a GetNext's n tensors out[] to the outputs after checking their dtypes against
+ * types[] (a mismatch frees the rest); OUT_OF_RANGE when the iterator ended. */
+static vg_code hand_out(vg__kctx *ctx, vg_tensor **out, int n, const vg_dtype *types, bool end, vg_status *st) {
+    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
+    vg_code rc = VG_OK;
+    for (int i = 0; i < n; i++) {
+        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
+        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
+        else vg_tensor_free(out[i]);
+    }
+    return rc;
+}
+
 static vg_code kernel_get_next(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     iter_res *r = iter_of(ctx, 0);
@@ -297,27 +325,11 @@ static vg_code kernel_get_next(vg__kctx *ctx) {
     bool end = false;
     vg_code rc;
     pthread_mutex_lock(&r->mu);
-    if (!r->it) {
-        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
-                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
-                           "the initializer operation for this iterator before getting the next element.");
-    } else if (r->it->ds->ncomp != n) {
-        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, IteratorGetNext expects %d",
-                           r->it->ds->ncomp, n);
-    } else {
-        rc = r->it->next(r->it, out, &end, st);
-    }
+    rc = check_get_next(r, n, "IteratorGetNext expects", st);
+    if (rc == VG_OK) rc = r->it->next(r->it, out, &end, st);
     pthread_mutex_unlock(&r->mu);
     if (rc != VG_OK) return rc;
-    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
-    for (int i = 0; i < n; i++) {
-        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
-        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
-        else vg_tensor_free(out[i]);
-    }
-    return rc;
+    return hand_out(ctx, out, n, types, end, st);
 }
 
 
@@ -339,13 +351,7 @@ static vg_code kernel_get_next_pos(vg__kctx *ctx) {
     bool end = false;
     vg_code rc = VG_OK;
     pthread_mutex_lock(&r->mu);
-    if (!r->it) {
-        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
-                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
-                           "the initializer operation for this iterator before getting the next element.");
-    } else if (r->it->ds->ncomp != n) {
-        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, expected %d", r->it->ds->ncomp, n);
-    }
+    rc = check_get_next(r, n, "expected", st);
     if (rc == VG_OK && !r->ff_done) {
         vg__var_lock(v);
         vg_tensor *pv = vg__var_value(v);
@@ -380,15 +386,7 @@ static vg_code kernel_get_next_pos(vg__kctx *ctx) {
         for (int i = 0; i < n; i++) vg_tensor_free(out[i]);
         return rc;
     }
-    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
-    for (int i = 0; i < n; i++) {
-        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
-        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
-        else vg_tensor_free(out[i]);
-    }
-    return rc;
+    return hand_out(ctx, out, n, types, end, st);
 }
 
 /* SerializeIterator(resource_handle) -> serialized: the iterator's whole state (its
@@ -439,9 +437,10 @@ static vg_code kernel_deserialize_iterator(vg__kctx *ctx) {
     return VG_OK;
 }
 
-static vg_code shape_serialize_iterator(vg_op *op, vg_status *st) {
+/* SerializeIterator and IteratorToStringHandle: iterator -> string scalar. */
+static vg_code shape_iterator_to_string(vg_op *op, vg_status *st) {
     if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "SerializeIterator: input must be an iterator");
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input must be an iterator", vg_op_type(op));
     vg__op_set_num_outputs(op, 1);
     vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
     return VG_OK;
@@ -499,14 +498,6 @@ static vg_code kernel_from_string_handle(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "The iterator of handle '%s' yields other types than this feedable iterator expects", key);
     return set_handle(ctx, ir);
-}
-
-static vg_code shape_string_handle(vg_op *op, vg_status *st) {
-    if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorToStringHandle: input must be an iterator");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
 }
 
 static vg_code shape_from_string_handle(vg_op *op, vg_status *st) {
@@ -620,60 +611,55 @@ vg_output vg_dataset_from_tensors(vg_graph *g, const vg_output *components, int 
     return finish(b);
 }
 
+/* A source dataset of scalar elements of dtype t: op `type` with inputs in[0..n). */
+static vg_output scalar_source(vg_graph *g, const char *type, vg_dtype t, const vg_output *in, int n,
+                               const char *name) {
+    vg_shape s = vg_shape_make(NULL, 0);
+    vg_op_builder *b = ds_builder(g, type, name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, n);
+    return finish(b);
+}
+
+/* The file datasets' check: false (INVALID_ARGUMENT "<what>: filenames must be a string
+ * tensor" set on g) when filenames is not a string tensor. */
+static bool string_filenames(vg_graph *g, vg_output filenames, const char *what) {
+    if (!filenames.op || vg_output_dtype(filenames) == VG_STRING) return true;
+    vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: filenames must be a string tensor", what);
+    return false;
+}
+
 vg_output vg_dataset_fixed_length_record(vg_graph *g, vg_output filenames, int64_t header_bytes, int64_t record_bytes,
                                          int64_t footer_bytes, const char *name) {
-    vg_dtype t = VG_STRING;
-    vg_shape s = vg_shape_make(NULL, 0);
-    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "FixedLengthRecordDataset: filenames must be a string tensor");
-        return (vg_output){NULL, 0};
-    }
+    if (!string_filenames(g, filenames, "FixedLengthRecordDataset")) return (vg_output){NULL, 0};
     vg_output in[6] = {filenames,
                        vg_const_i64(g, header_bytes, "header_bytes"),
                        vg_const_i64(g, record_bytes, "record_bytes"),
                        vg_const_i64(g, footer_bytes, "footer_bytes"),
                        vg_const_i64(g, 256 * 1024, "buffer_size"),
                        vg_const_string(g, "", "compression_type")};
-    vg_op_builder *b = ds_builder(g, "FixedLengthRecordDatasetV2", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 6);
-    return finish(b);
+    return scalar_source(g, "FixedLengthRecordDatasetV2", VG_STRING, in, 6, name);
 }
 
 vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name) {
-    vg_dtype t = VG_INT64;
-    vg_shape s = vg_shape_make(NULL, 0);
     vg_output in[3] = {vg_const_i64(g, start, "start"), vg_const_i64(g, stop, "stop"), vg_const_i64(g, step, "step")};
-    vg_op_builder *b = ds_builder(g, "RangeDataset", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 3);
-    return finish(b);
+    return scalar_source(g, "RangeDataset", VG_INT64, in, 3, name);
+}
+
+/* TFRecordDataset / TextLineDataset: filenames, compression_type, buffer_size. */
+static vg_output compressed_files(vg_graph *g, const char *type, vg_output filenames, const char *compression_type,
+                                  const char *name) {
+    if (!string_filenames(g, filenames, type)) return (vg_output){NULL, 0};
+    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size")};
+    return scalar_source(g, type, VG_STRING, in, 3, name);
 }
 
 vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
-    vg_dtype t = VG_STRING;
-    vg_shape s = vg_shape_make(NULL, 0);
-    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TFRecordDataset: filenames must be a string tensor");
-        return (vg_output){NULL, 0};
-    }
-    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
-                       vg_const_i64(g, 256 * 1024, "buffer_size")};
-    vg_op_builder *b = ds_builder(g, "TFRecordDataset", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 3);
-    return finish(b);
+    return compressed_files(g, "TFRecordDataset", filenames, compression_type, name);
 }
 
 vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
-    vg_dtype t = VG_STRING;
-    vg_shape s = vg_shape_make(NULL, 0);
-    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TextLineDataset: filenames must be a string tensor");
-        return (vg_output){NULL, 0};
-    }
-    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
-                       vg_const_i64(g, 256 * 1024, "buffer_size")};
-    vg_op_builder *b = ds_builder(g, "TextLineDataset", name, &t, &s, 1);
-    vg_op_builder_add_inputs(b, in, 3);
-    return finish(b);
+    return compressed_files(g, "TextLineDataset", filenames, compression_type, name);
 }
 
 void vg__ds_fn_free(void *p) {
@@ -885,16 +871,23 @@ static bool fn_finish(vg_graph *g, vg__ds_fn *f, vg_dataset_map_fn fn, void *pay
         vg__ds_fn_free(f);
         return false;
     }
-    char uniq[512];
-    vg_graph_unique_name(g, name, uniq, sizeof uniq);
-    snprintf(key, keylen, FN_KEY_PREFIX "%s", uniq);
-    snprintf(f->key, sizeof f->key, "%s", key);
-    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
-        vg__ds_fn_free(f);
+    if (vg__ds_fn_store(g, f, name, key, keylen) != VG_OK) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
         return false;
     }
     return true;
+}
+
+vg_code vg__ds_fn_store(vg_graph *g, vg__ds_fn *f, const char *name, char *key, size_t keycap) {
+    char uniq[512];
+    vg_graph_unique_name(g, name, uniq, sizeof uniq);
+    snprintf(key, keycap, FN_KEY_PREFIX "%s", uniq);
+    snprintf(f->key, sizeof f->key, "%s", key);
+    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
+        vg__ds_fn_free(f);
+        return VG_RESOURCE_EXHAUSTED;
+    }
+    return VG_OK;
 }
 
 vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
@@ -927,10 +920,14 @@ vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn f
     return finish(b);
 }
 
-vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, int64_t cycle_length,
-                                int64_t block_length, const char *name) {
+/* The datasets whose function returns a dataset (interleave, parallel interleave,
+ * flat_map): op `type` over ds with the captures, then int64 Consts vals[0..nvals) named
+ * val_names[i]; sloppy adds attr sloppy = false. `what` names the caller in errors. */
+static vg_output dataset_fn_op(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *what,
+                               const char *type, const int64_t *vals, const char *const *val_names, int nvals,
+                               bool sloppy, const char *name) {
     char key[600];
-    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "InterleaveDataset", key, sizeof key);
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, what, name ? name : type, key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
     vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
     if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
@@ -938,62 +935,38 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
     if (n == 0) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: the function must return one dataset", what);
         return (vg_output){NULL, 0};
     }
-    vg_output in[2] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length")};
-    vg_op_builder *b = ds_builder(g, "InterleaveDataset", name, ot, os, n);
+    vg_output in[3];
+    for (int i = 0; i < nvals; i++) in[i] = vg_const_i64(g, vals[i], val_names[i]);
+    vg_op_builder *b = ds_builder(g, type, name, ot, os, n);
     vg_op_builder_add_input(b, ds);
     add_captures(b, f);
-    vg_op_builder_add_inputs(b, in, 2);
+    if (nvals) vg_op_builder_add_inputs(b, in, nvals);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    if (sloppy) vg_op_builder_set_attr_bool(b, "sloppy", false);
     return finish(b);
+}
+
+static const char *const k_interleave_args[3] = {"cycle_length", "block_length", "num_parallel_calls"};
+
+vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, int64_t cycle_length,
+                                int64_t block_length, const char *name) {
+    const int64_t v[2] = {cycle_length, block_length};
+    return dataset_fn_op(g, ds, fn, payload, "interleave", "InterleaveDataset", v, k_interleave_args, 2, false, name);
 }
 
 vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
                                          int64_t cycle_length, int64_t block_length, int num_parallel_calls,
                                          const char *name) {
-    char key[600];
-    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "ParallelInterleaveDatasetV2", key, sizeof key);
-    if (!f) return (vg_output){NULL, 0};
-    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
-    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
-    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
-    vg_shape os[VG_DATASET_MAX_COMPONENTS];
-    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
-    if (n == 0) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
-        return (vg_output){NULL, 0};
-    }
-    vg_output in[3] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length"),
-                       vg_const_i64(g, num_parallel_calls, "num_parallel_calls")};
-    vg_op_builder *b = ds_builder(g, "ParallelInterleaveDatasetV2", name, ot, os, n);
-    vg_op_builder_add_input(b, ds);
-    add_captures(b, f);
-    vg_op_builder_add_inputs(b, in, 3);
-    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    vg_op_builder_set_attr_bool(b, "sloppy", false);
-    return finish(b);
+    const int64_t v[3] = {cycle_length, block_length, num_parallel_calls};
+    return dataset_fn_op(g, ds, fn, payload, "interleave", "ParallelInterleaveDatasetV2", v, k_interleave_args, 3,
+                         true, name);
 }
 
 vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
-    char key[600];
-    vg__ds_fn *f = build_fn(g, ds, fn, payload, "flat_map", name ? name : "FlatMapDataset", key, sizeof key);
-    if (!f) return (vg_output){NULL, 0};
-    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
-    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
-    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
-    vg_shape os[VG_DATASET_MAX_COMPONENTS];
-    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
-    if (n == 0) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "flat_map: the function must return one dataset");
-        return (vg_output){NULL, 0};
-    }
-    vg_op_builder *b = ds_builder(g, "FlatMapDataset", name, ot, os, n);
-    vg_op_builder_add_input(b, ds);
-    add_captures(b, f);
-    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    return finish(b);
+    return dataset_fn_op(g, ds, fn, payload, "flat_map", "FlatMapDataset", NULL, NULL, 0, false, name);
 }
 
 vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shift, int64_t stride,
@@ -1297,12 +1270,8 @@ int vg_dataset_reduce(vg_graph *g, vg_output ds, const vg_output *initial_state,
         vg_graph_set_error(g, st.code, "reduce: %s", st.msg);
         return 0;
     }
-    char uniq[512], key[600];
-    vg_graph_unique_name(g, name ? name : "ReduceDataset", uniq, sizeof uniq);
-    snprintf(key, sizeof key, FN_KEY_PREFIX "%s", uniq);
-    snprintf(f->key, sizeof f->key, "%s", key);
-    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
-        vg__ds_fn_free(f);
+    char key[600];
+    if (vg__ds_fn_store(g, f, name ? name : "ReduceDataset", key, sizeof key) != VG_OK) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "reduce: out of memory");
         return 0;
     }
@@ -1741,8 +1710,8 @@ const vg__op_def vg__ops_dataset[] = {
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
     {"IteratorGetNext", 1, 1, IT_FLAGS, 0, shape_get_next, kernel_get_next, NULL},
     {"IteratorGetNextWithPosition", 2, 2, IT_FLAGS, 1u << 1, shape_get_next_pos, kernel_get_next_pos, NULL},
-    {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_string_handle, kernel_to_string_handle, NULL},
-    {"SerializeIterator", 1, 1, IT_FLAGS, 0, shape_serialize_iterator, kernel_serialize_iterator, NULL},
+    {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_iterator_to_string, kernel_to_string_handle, NULL},
+    {"SerializeIterator", 1, 1, IT_FLAGS, 0, shape_iterator_to_string, kernel_serialize_iterator, NULL},
     {"DeserializeIterator", 2, 2, IT_FLAGS, 0, shape_deserialize_iterator, kernel_deserialize_iterator, NULL},
     {"IteratorFromStringHandleV2", 1, 1, IT_FLAGS, 0, shape_from_string_handle, kernel_from_string_handle, NULL},
     {0},

@@ -31,38 +31,17 @@
 /* ------------------------------------------------------------------------ */
 /* writer */
 
-static bool wr_reserve(vg__ds_wr *w, size_t n) {
-    if (w->oom) return false;
-    if (w->len + n <= w->cap) return true;
-    size_t nc = w->cap ? w->cap : 256;
-    while (nc < w->len + n) {
-        if (nc > SIZE_MAX / 2) {
-            w->oom = true;
-            return false;
-        }
-        nc *= 2;
-    }
-    uint8_t *nb = vg__realloc(w->buf, w->len, nc);
-    if (!nb) {
-        w->oom = true;
-        return false;
-    }
-    w->buf = nb;
-    w->cap = nc;
-    return true;
-}
-
 void vg__ds_put_i64(vg__ds_wr *w, int64_t v) {
-    if (!wr_reserve(w, 8)) return;
+    if (!vg__pb_reserve(&w->b, 8)) return;
     uint64_t u = (uint64_t)v;
-    for (int i = 0; i < 8; i++) w->buf[w->len++] = (uint8_t)(u >> (8 * i));
+    for (int i = 0; i < 8; i++) w->b.data[w->b.len++] = (uint8_t)(u >> (8 * i));
 }
 
 void vg__ds_put_bytes(vg__ds_wr *w, const void *p, size_t n) {
     vg__ds_put_i64(w, (int64_t)n);
-    if (!n || !wr_reserve(w, n)) return;
-    memcpy(w->buf + w->len, p, n);
-    w->len += n;
+    if (!n || !vg__pb_reserve(&w->b, n)) return;
+    memcpy(w->b.data + w->b.len, p, n);
+    w->b.len += n;
 }
 
 /* A dataset held in an element: VG_RESOURCE, its description, its own elements. */
@@ -101,14 +80,14 @@ vg_code vg__ds_put_tensor(vg__ds_wr *w, const vg_tensor *t, vg_status *st) {
     } else {
         vg__ds_put_bytes(w, vg_tensor_data(t), vg_tensor_nbytes(t));
     }
-    return w->oom ? VG_OOM(st, "iterator state") : VG_OK;
+    return w->b.oom ? VG_OOM(st, "iterator state") : VG_OK;
 }
 
 vg_code vg__ds_put_item(vg__ds_wr *w, vg_code code, vg_tensor *const *t, int nc, const char *msg, vg_status *st) {
     vg__ds_put_i64(w, code);
     if (code != VG_OK) {
         vg__ds_put_bytes(w, msg ? msg : "", msg ? strlen(msg) : 0);
-        return w->oom ? VG_OOM(st, "iterator state") : VG_OK;
+        return w->b.oom ? VG_OOM(st, "iterator state") : VG_OK;
     }
     for (int c = 0; c < nc; c++) { /* a window's dataset: put_dataset_value (get_value reads it) */
         vg_code rc = vg_tensor_dtype(t[c]) == VG_RESOURCE ? put_dataset_value(w, t[c], st)
@@ -309,7 +288,7 @@ static vg_code encode_fn(const vg__ds_fn *fn, vg__ds_wr *w, int depth, vg_status
         const vg__ds_fn *inner = nested_fn(fn->g, vg_graph_op(fn->g, i), NULL);
         if (inner) rc = encode_fn(inner, w, depth + 1, st);
     }
-    if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
+    if (rc == VG_OK && w->b.oom) rc = VG_OOM(st, "iterator state");
     return rc;
 }
 
@@ -459,7 +438,7 @@ static vg_code encode(const vg__dataset *d, vg__ds_ctx *ctx, vg__ds_wr *w, int d
     if (d->input && (rc = encode(d->input, ctx, w, depth + 1, st)) != VG_OK) return rc;
     vg__ds_put_i64(w, d->nmore);
     for (int i = 0; i < d->nmore && rc == VG_OK; i++) rc = encode(d->more[i], ctx, w, depth + 1, st);
-    if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
+    if (rc == VG_OK && w->b.oom) rc = VG_OOM(st, "iterator state");
     return rc;
 }
 
@@ -672,21 +651,21 @@ vg_code vg__ds_serialize(vg__ds_iter *it, uint8_t **bytes, size_t *len, vg_statu
     vg__ds_wr w = {0};
     *bytes = NULL;
     *len = 0;
-    if (wr_reserve(&w, 8)) {
-        memcpy(w.buf, STATE_MAGIC, 8);
-        w.len = 8;
+    if (vg__pb_reserve(&w.b, 8)) {
+        memcpy(w.b.data, STATE_MAGIC, 8);
+        w.b.len = 8;
     }
     w.version = has_captures(it->ds, 0) ? 2 : 1; /* states without captures keep version 1's bytes */
     vg__ds_put_i64(&w, w.version);
     vg_code rc = vg__ds_encode(it->ds, it->ctx, &w, st);
     if (rc == VG_OK) rc = vg__ds_iter_save(it, &w, st);
-    if (rc == VG_OK && w.oom) rc = VG_OOM(st, "iterator state");
+    if (rc == VG_OK && w.b.oom) rc = VG_OOM(st, "iterator state");
     if (rc != VG_OK) {
-        vg__free(w.buf);
+        vg__free(w.b.data);
         return rc;
     }
-    *bytes = w.buf;
-    *len = w.len;
+    *bytes = w.b.data;
+    *len = w.b.len;
     return VG_OK;
 }
 

@@ -231,9 +231,8 @@ static vg_code window_params(vg__dataset *d, const vg__ds_op_args *a, vg_status 
 static vg_code window_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     window_it *wi = (window_it *)it;
     int nc = it->ds->input->ncomp;
-    vg_code rc = VG_OK;
-    vg__ds_put_i64(w, wi->in != NULL);
-    if (wi->in && (rc = vg__ds_iter_save(wi->in, w, st)) != VG_OK) return rc;
+    vg_code rc = vg__ds_save_child(wi->in, w, st);
+    if (rc != VG_OK) return rc;
     vg__ds_put_i64(w, wi->n);
     for (int64_t i = 0; i < wi->n && rc == VG_OK; i++)
         rc = vg__ds_put_item(w, wi->buf[i].code, wi->buf[i].t, nc, wi->buf[i].msg, st);

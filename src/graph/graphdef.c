@@ -217,18 +217,23 @@ static size_t list_sz(const vg__attr *a) {
     }
 }
 
+/* Value i of an int or type list attribute, as its varint. */
+static uint64_t varint_list_at(const vg__attr *a, int i) {
+    if (a->type == VG_ATTR_INT_LIST) return (uint64_t)((const int64_t *)a->u.list.p)[i];
+    return (uint64_t)((const vg_dtype *)a->u.list.p)[i];
+}
+
 static void put_list(vg__pb_buf *b, const vg__attr *a) {
     int n = a->u.list.n;
     size_t payload = 0;
     switch (a->type) {
-    case VG_ATTR_INT_LIST: {
-        const int64_t *v = a->u.list.p;
+    case VG_ATTR_INT_LIST: /* packed varints: ListValue.i (3) or ListValue.type (6) */
+    case VG_ATTR_TYPE_LIST:
         if (!n) return;
-        for (int i = 0; i < n; i++) payload += vsz((uint64_t)v[i]);
-        put_len_hdr(b, 3, payload);
-        for (int i = 0; i < n; i++) vg__pb_put_varint(b, (uint64_t)v[i]);
+        for (int i = 0; i < n; i++) payload += vsz(varint_list_at(a, i));
+        put_len_hdr(b, a->type == VG_ATTR_INT_LIST ? 3 : 6, payload);
+        for (int i = 0; i < n; i++) vg__pb_put_varint(b, varint_list_at(a, i));
         return;
-    }
     case VG_ATTR_FLOAT_LIST: {
         const float *v = a->u.list.p;
         if (!n) return;
@@ -238,14 +243,6 @@ static void put_list(vg__pb_buf *b, const vg__attr *a) {
             memcpy(&u, &v[i], 4);
             vg__pb_put_fixed32(b, u);
         }
-        return;
-    }
-    case VG_ATTR_TYPE_LIST: {
-        const vg_dtype *v = a->u.list.p;
-        if (!n) return;
-        for (int i = 0; i < n; i++) payload += vsz((uint64_t)v[i]);
-        put_len_hdr(b, 6, payload);
-        for (int i = 0; i < n; i++) vg__pb_put_varint(b, (uint64_t)v[i]);
         return;
     }
     case VG_ATTR_SHAPE_LIST:
@@ -843,11 +840,21 @@ static vg_code put_graph(vg__pb_buf *b, const vg_graph *g, bool add_shapes, cons
 }
 
 /* Hands the buffer's bytes to the caller (a vg__malloc block, freed with vg_free). */
-static void take_bytes(vg__pb_buf *b, void **bytes, size_t *len) {
+/* Ends a serialization into b: on c (an error) frees b and returns c; else hands b's bytes
+ * to *bytes / *len (an empty message still gets a valid pointer), RESOURCE_EXHAUSTED
+ * naming what when that pointer cannot be had. */
+static vg_code take_bytes(vg__pb_buf *b, vg_code c, const char *what, void **bytes, size_t *len, vg_status *st) {
+    if (c) {
+        vg__pb_free(b);
+        return c;
+    }
     *len = b->len;
     if (!b->data) b->data = vg__malloc(1); /* empty message: still a valid pointer */
     *bytes = b->data;
     vg__pb_init(b);
+    if (!*bytes) return VG_OOM(st, what);
+    vg_status_clear(st);
+    return VG_OK;
 }
 
 static vg_code to_graphdef(const vg_graph *g, bool functions, void **bytes, size_t *len, vg_status *st) {
@@ -867,14 +874,7 @@ static vg_code to_graphdef(const vg_graph *g, bool functions, void **bytes, size
     vg__pb_init(&b);
     c = put_graph(&b, g, false, functions ? &lib : NULL, n, st);
     if (functions) xlib_free(&lib);
-    if (c) {
-        vg__pb_free(&b);
-        return c;
-    }
-    take_bytes(&b, bytes, len);
-    if (!*bytes) return VG_OOM(st, "GraphDef");
-    vg_status_clear(st);
-    return VG_OK;
+    return take_bytes(&b, c, "GraphDef", bytes, len, st);
 }
 
 vg_code vg_graph_to_graphdef(const vg_graph *g, void **bytes, size_t *len, vg_status *st) {
@@ -1068,14 +1068,7 @@ vg_code vg_graph_to_meta_graph(const vg_graph *g, const vg_saver_def *saver_def,
     if (!c) c = put_collections(&b, g, saver_def, st);
     if (!c && sub.oom) c = VG_OOM(st, "MetaGraphDef");
     vg__pb_free(&sub);
-    if (c) {
-        vg__pb_free(&b);
-        return c;
-    }
-    take_bytes(&b, bytes, len);
-    if (!*bytes) return VG_OOM(st, "MetaGraphDef");
-    vg_status_clear(st);
-    return VG_OK;
+    return take_bytes(&b, c, "MetaGraphDef", bytes, len, st);
 }
 
 vg_code vg_write_file_atomic(const char *path, const void *bytes, size_t len, vg_status *st) {

@@ -114,6 +114,14 @@ static vg_code need_len(ctx *c, const vg__pb_field *f, const char *what) {
     return VG_OK;
 }
 
+/* A length-delimited string field `field` that replaces *slot (freed): its bytes, no NUL. */
+static vg_code replace_str(ctx *c, const vg__pb_field *f, const char *field, const char *what, char **slot) {
+    vg_code k = need_len(c, f, field);
+    if (k) return k;
+    vg__free(*slot);
+    return dup_str(c, f, what, slot);
+}
+
 static vg_code pb_err(ctx *c, vg_code code, const char *what) {
     if (code == VG_DATA_LOSS) vg_status_prefix(c->st, "%s: %s", c->src, what);
     return code;
@@ -142,14 +150,10 @@ static vg_code parse_node(ctx *c, const uint8_t *p, size_t n, inode *nd) {
     while ((k = vg__pb_next(&r, &f, c->st)) == VG_OK) {
         switch (f.number) {
         case 1:
-            if ((k = need_len(c, &f, "NodeDef.name"))) return k;
-            vg__free(nd->name);
-            if ((k = dup_str(c, &f, "a node name", &nd->name))) return k;
+            if ((k = replace_str(c, &f, "NodeDef.name", "a node name", &nd->name))) return k;
             break;
         case 2:
-            if ((k = need_len(c, &f, "NodeDef.op"))) return k;
-            vg__free(nd->orig_op);
-            if ((k = dup_str(c, &f, "an op type", &nd->orig_op))) return k;
+            if ((k = replace_str(c, &f, "NodeDef.op", "an op type", &nd->orig_op))) return k;
             break;
         case 3: {
             if ((k = need_len(c, &f, "NodeDef.input"))) return k;
@@ -160,9 +164,7 @@ static vg_code parse_node(ctx *c, const uint8_t *p, size_t n, inode *nd) {
             break;
         }
         case 4:
-            if ((k = need_len(c, &f, "NodeDef.device"))) return k;
-            vg__free(nd->device);
-            if ((k = dup_str(c, &f, "a device", &nd->device))) return k;
+            if ((k = replace_str(c, &f, "NodeDef.device", "a device", &nd->device))) return k;
             break;
         case 5: {
             if ((k = need_len(c, &f, "NodeDef.attr"))) return k;
@@ -2265,11 +2267,17 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+vg_code vg__import_read_path(const char *fn, const char *path, uint8_t **data, size_t *len, vg_status *st) {
+    *data = NULL;
+    *len = 0;
+    if (!path) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: path is NULL", fn);
+    return vg__io_read_file(path, data, len, st);
+}
+
 vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, const vg_import_options *opts, vg_status *st) {
-    if (!path) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_graph_import_graph_def_file: path is NULL");
-    uint8_t *data = NULL;
-    size_t len = 0;
-    vg_code k = vg__io_read_file(path, &data, &len, st);
+    uint8_t *data;
+    size_t len;
+    vg_code k = vg__import_read_path("vg_graph_import_graph_def_file", path, &data, &len, st);
     if (k) return k;
     vg_import_options o = {0};
     if (opts) o = *opts;

@@ -534,10 +534,9 @@ vg_code vg_import_meta_graph(vg_graph *g, const void *bytes, size_t len, const v
 vg_code vg_import_meta_graph_file(vg_graph *g, const char *path, const vg_meta_import_options *opts,
                                   vg_meta_graph **out, vg_status *st) {
     if (out) *out = NULL;
-    if (!path) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_import_meta_graph_file: path is NULL");
-    uint8_t *data = NULL;
-    size_t len = 0;
-    vg_code k = vg__io_read_file(path, &data, &len, st);
+    uint8_t *data;
+    size_t len;
+    vg_code k = vg__import_read_path("vg_import_meta_graph_file", path, &data, &len, st);
     if (k) return k;
     vg_meta_import_options o = {0};
     if (opts) o = *opts;
