@@ -237,13 +237,6 @@ static bool word(lexer *lx, const char **s, size_t *n) {
     return *n > 0;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* One or more adjacent quoted strings, unescaped into out. */
 static vg_code string_value(lexer *lx, vg__pb_buf *out) {
     bool any = false;
@@ -258,42 +251,8 @@ static vg_code string_value(lexer *lx, vg__pb_buf *out) {
                 vg__pb_put_raw(out, &c, 1);
                 continue;
             }
-            if (lx->p >= lx->end) return syntax(lx, "unterminated escape");
-            c = *lx->p++;
-            unsigned char v;
-            switch (c) {
-            case 'n': v = '\n'; break;
-            case 't': v = '\t'; break;
-            case 'r': v = '\r'; break;
-            case 'a': v = '\a'; break;
-            case 'b': v = '\b'; break;
-            case 'f': v = '\f'; break;
-            case 'v': v = '\v'; break;
-            case '\\': case '\'': case '"': case '?': v = (unsigned char)c; break;
-            case 'x': {
-                int h1 = lx->p < lx->end ? hexval(*lx->p) : -1;
-                if (h1 < 0) return syntax(lx, "bad \\x escape");
-                lx->p++;
-                v = (unsigned char)h1;
-                int h2 = lx->p < lx->end ? hexval(*lx->p) : -1;
-                if (h2 >= 0) {
-                    v = (unsigned char)(v * 16 + h2);
-                    lx->p++;
-                }
-                break;
-            }
-            default:
-                if (c >= '0' && c <= '7') {
-                    unsigned o = (unsigned)(c - '0');
-                    for (int k = 0; k < 2 && lx->p < lx->end && *lx->p >= '0' && *lx->p <= '7'; k++)
-                        o = o * 8 + (unsigned)(*lx->p++ - '0');
-                    if (o > 255) return syntax(lx, "octal escape out of range");
-                    v = (unsigned char)o;
-                } else {
-                    return syntax(lx, "unknown escape");
-                }
-            }
-            vg__pb_put_raw(out, &v, 1);
+            const char *bad = vg__io_pbtxt_unescape(&lx->p, lx->end, false, out);
+            if (bad) return syntax(lx, bad);
         }
     }
     if (!any) return syntax(lx, "expected a quoted string");

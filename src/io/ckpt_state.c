@@ -52,39 +52,6 @@ static bool accept(lexer *lx, char c) {
     return vg__io_accept_char(&lx->p, lx->end, c);
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* One escape after the backslash; appends the byte. */
-static bool unescape(lexer *lx, vg__pb_buf *out) {
-    static const char from[] = "nrtabfv\\'\"?", to[] = "\n\r\t\a\b\f\v\\'\"?";
-    if (lx->p >= lx->end) return false;
-    char c = *lx->p++;
-    const char *k = strchr(from, c);
-    uint8_t v = 0;
-    if (c && k) {
-        v = (uint8_t)to[k - from];
-    } else if (c >= '0' && c <= '7') {
-        int x = c - '0';
-        for (int i = 0; i < 2 && lx->p < lx->end && *lx->p >= '0' && *lx->p <= '7'; i++) x = x * 8 + (*lx->p++ - '0');
-        if (x > 255) return false;
-        v = (uint8_t)x;
-    } else if (c == 'x' || c == 'X') {
-        int x = 0, nd = 0;
-        while (nd < 2 && lx->p < lx->end && hexval(*lx->p) >= 0) x = x * 16 + hexval(*lx->p++), nd++;
-        if (!nd) return false;
-        v = (uint8_t)x;
-    } else {
-        return false;
-    }
-    vg__pb_put_raw(out, &v, 1);
-    return true;
-}
-
 /* One or more adjacent quoted literals -> a new NUL-terminated string. */
 static vg_code parse_string(lexer *lx, char **out, vg_status *st) {
     vg__pb_buf b;
@@ -101,7 +68,7 @@ static vg_code parse_string(lexer *lx, char **out, vg_status *st) {
             char c = *lx->p++;
             if (c == q) break;
             if (c == '\\') {
-                if (!unescape(lx, &b)) {
+                if (vg__io_pbtxt_unescape(&lx->p, lx->end, true, &b)) {
                     vg__pb_free(&b);
                     return syntax(lx, st, "bad escape sequence");
                 }

@@ -625,4 +625,12 @@ static inline bool vg__io_accept_char(const char **p, const char *end, char c) {
     return true;
 }
 
+/* Protocol-buffer text format: the escape sequence after a backslash (*p points just past
+ * it, end bounds the text): \n \r \t \a \b \f \v \\ \' \" \?, octal \o[o[o]] up to 255,
+ * hex \xh[h] (and \Xh[h] when upper_x). Appends the byte to out and advances *p past
+ * the sequence. Returns NULL, or (nothing appended) a static description of what is
+ * wrong: "unterminated escape", "bad \\x escape", "octal escape out of range",
+ * "unknown escape". Shared by the GraphDef text parser and the checkpoint-state reader. */
+VG_HIDDEN const char *vg__io_pbtxt_unescape(const char **p, const char *end, bool upper_x, vg__pb_buf *out);
+
 #endif

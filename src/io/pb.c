@@ -254,3 +254,37 @@ vg_code vg__pb_next(vg__pb_reader *r, vg__pb_field *f, vg_status *st) {
         return read_value(r, f, st);
     }
 }
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+const char *vg__io_pbtxt_unescape(const char **p, const char *end, bool upper_x, vg__pb_buf *out) {
+    static const char from[] = "nrtabfv\\'\"?", to[] = "\n\r\t\a\b\f\v\\'\"?";
+    const char *q = *p;
+    if (q >= end) return "unterminated escape";
+    char c = *q++;
+    const char *k = c ? strchr(from, c) : NULL;
+    unsigned v;
+    if (k) {
+        v = (unsigned char)to[k - from];
+    } else if (c >= '0' && c <= '7') {
+        v = (unsigned)(c - '0');
+        for (int i = 0; i < 2 && q < end && *q >= '0' && *q <= '7'; i++) v = v * 8 + (unsigned)(*q++ - '0');
+        if (v > 255) return "octal escape out of range";
+    } else if (c == 'x' || (upper_x && c == 'X')) {
+        int nd = 0;
+        v = 0;
+        while (nd < 2 && q < end && hexval(*q) >= 0) v = v * 16 + (unsigned)hexval(*q++), nd++;
+        if (!nd) return "bad \\x escape";
+    } else {
+        return "unknown escape";
+    }
+    uint8_t b = (uint8_t)v;
+    vg__pb_put_raw(out, &b, 1);
+    *p = q;
+    return NULL;
+}
