@@ -125,10 +125,62 @@ static void test_io_pb__sticky_oom(void) {
     CHECK(!b.oom);
 }
 
+/* Protocol-buffer text escapes (vg__io_pbtxt_unescape): every named escape, octal,
+ * hex with one and two digits, \X only when asked, and each error. */
+static void test_io_pb__pbtxt_unescape(void) {
+    static const struct {
+        const char *in; /* what follows the backslash */
+        bool upper_x;
+        const char *bytes; /* appended (NULL: refused) */
+        size_t nbytes, used;
+        const char *err;
+    } cases[] = {
+        {"n", false, "\n", 1, 1, NULL},        {"r", false, "\r", 1, 1, NULL},
+        {"t", false, "\t", 1, 1, NULL},        {"a", false, "\a", 1, 1, NULL},
+        {"b", false, "\b", 1, 1, NULL},        {"f", false, "\f", 1, 1, NULL},
+        {"v", false, "\v", 1, 1, NULL},        {"\\", false, "\\", 1, 1, NULL},
+        {"'", false, "'", 1, 1, NULL},          {"\"", false, "\"", 1, 1, NULL},
+        {"?", false, "?", 1, 1, NULL},          {"101x", false, "A", 1, 3, NULL},
+        {"0", false, "\0", 1, 1, NULL},        {"77", false, "?", 1, 2, NULL},
+        {"377", false, "\377", 1, 3, NULL},    {"400", false, NULL, 0, 0, "octal escape out of range"},
+        {"x41", false, "A", 1, 3, NULL},        {"x4g", false, "\4", 1, 2, NULL},
+        {"x414", false, "A", 1, 3, NULL},       {"xg", false, NULL, 0, 0, "bad \\x escape"},
+        {"X41", false, NULL, 0, 0, "unknown escape"}, {"X41", true, "A", 1, 3, NULL},
+        {"q", false, NULL, 0, 0, "unknown escape"},   {"", false, NULL, 0, 0, "unterminated escape"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vg__pb_buf b;
+        vg__pb_init(&b);
+        const char *p = cases[i].in, *end = p + strlen(p);
+        const char *err = vg__io_pbtxt_unescape(&p, end, cases[i].upper_x, &b);
+        if (cases[i].err) {
+            if (!err || strcmp(err, cases[i].err) != 0) {
+                fprintf(stderr, "case \\%s: error '%s', expected '%s'\n", cases[i].in, err ? err : "(none)", cases[i].err);
+                vg_test_failures++;
+            }
+            CHECK_EQ_INT((int)b.len, 0);
+            CHECK(p == cases[i].in);
+        } else {
+            if (err) {
+                fprintf(stderr, "case \\%s: refused: %s\n", cases[i].in, err);
+                vg_test_failures++;
+            }
+            CHECK_EQ_INT((int)b.len, (int)cases[i].nbytes);
+            if (b.len == cases[i].nbytes && memcmp(b.data, cases[i].bytes, b.len) != 0) {
+                fprintf(stderr, "case \\%s: wrong byte %d\n", cases[i].in, b.data[0]);
+                vg_test_failures++;
+            }
+            CHECK_EQ_INT((int)(p - cases[i].in), (int)cases[i].used);
+        }
+        vg__pb_free(&b);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_io_pb__varints);
     RUN_TEST(test_io_pb__fields);
     RUN_TEST(test_io_pb__malformed);
     RUN_TEST(test_io_pb__sticky_oom);
+    RUN_TEST(test_io_pb__pbtxt_unescape);
     TEST_MAIN_END();
 }
