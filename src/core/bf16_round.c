@@ -53,22 +53,21 @@ static int have_avx512(void) {
 }
 #endif
 
-void vg__f32_to_bf16_n(const float *f, uint16_t *b, size_t n) {
+/* One place decides which pair of loops this CPU runs. */
+typedef struct bf16_impl {
+    void (*to_bf16)(const float *restrict f, uint16_t *restrict b, size_t n);
+    void (*round)(const float *src, float *dst, size_t n);
+} bf16_impl;
+
+static const bf16_impl *impl(void) {
+    static const bf16_impl base = {f2b_base, round_base};
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (have_avx512()) {
-        f2b_avx512(f, b, n);
-        return;
-    }
+    static const bf16_impl avx512 = {f2b_avx512, round_avx512};
+    if (have_avx512()) return &avx512;
 #endif
-    f2b_base(f, b, n);
+    return &base;
 }
 
-void vg__bf16_round_n(const float *src, float *dst, size_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (have_avx512()) {
-        round_avx512(src, dst, n);
-        return;
-    }
-#endif
-    round_base(src, dst, n);
-}
+void vg__f32_to_bf16_n(const float *f, uint16_t *b, size_t n) { impl()->to_bf16(f, b, n); }
+
+void vg__bf16_round_n(const float *src, float *dst, size_t n) { impl()->round(src, dst, n); }
