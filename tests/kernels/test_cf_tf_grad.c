@@ -355,6 +355,16 @@ static void test_cond_grad_gather(void) {
     EXPECT_AT_C_1_3(g, true, c, grad, 2, ((double[]){1, 1}), ((double[]){0, 2}));
 }
 
+/* The two ResourceVar tests' start: env a = the handle of "var", a trainable [4, 2]
+ * resource variable of ones. */
+static env var_env(vg_graph *g) {
+    env e = {0};
+    e.a = vg_resource_variable_new(g, "var", vg_const_fill(g, VG_FLOAT, (int64_t[]){4, 2}, 2, 1.0, NULL),
+                                   VG_VAR_TRAINABLE)
+              .handle;
+    return e;
+}
+
 /* testCondGrad_ResourceVarSparseRead */
 static vg_code br_sparse_sum(vg_graph *g, void *u, vg_output *o) {
     env *e = u;
@@ -366,14 +376,11 @@ CF_BRANCH1(br_zeros23, vg_const_fill(g, VG_FLOAT, (int64_t[]){2, 3}, 2, 0.0, NUL
 static void test_cond_grad_resource_var_sparse_read(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_resource_variable var = vg_resource_variable_new(
-        g, "var", vg_const_fill(g, VG_FLOAT, (int64_t[]){4, 2}, 2, 1.0, NULL), VG_VAR_TRAINABLE);
-    env e = {0};
-    e.a = var.handle;
+    env e = var_env(g);
     e.b = f32c(g, 1.0f);
     vg_output r;
     CHECK_OK(vg_cond(g, vg_const_bool(g, true, NULL), br_sparse_sum, br_zeros23, &e, 1, &r, NULL, &st), &st);
-    vg_output grad = GRAD(g, r, var.handle);
+    vg_output grad = GRAD(g, r, e.a);
     EXPECT_VEC_ONCE(g, true, grad, 8, ((double[]){0, 0, 1, 1, 1, 1, 0, 0}), NOFEED);
 }
 
@@ -395,15 +402,12 @@ static vg_code br_mg_f(vg_graph *g, void *u, vg_output *o) {
 static void test_cond_grad_multi_gather(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_resource_variable var = vg_resource_variable_new(
-        g, "var", vg_const_fill(g, VG_FLOAT, (int64_t[]){4, 2}, 2, 1.0, NULL), VG_VAR_TRAINABLE);
-    env e = {0};
-    e.a = var.handle;
+    env e = var_env(g);
     e.b = vg_const_fill(g, VG_FLOAT, (int64_t[]){3, 3}, 2, 1.0, "x1");
     e.c = vg_const_f32(g, 2.0f, "x2");
     vg_output r[3], d[3];
     CHECK_OK(vg_cond(g, vg_const_bool(g, true, NULL), br_mg_t, br_mg_f, &e, 3, r, NULL, &st), &st);
-    CHECK_OK(vg_gradients(g, r, 3, (vg_output[]){var.handle, e.b, e.c}, 3, NULL, d, &st), &st);
+    CHECK_OK(vg_gradients(g, r, 3, (vg_output[]){e.a, e.b, e.c}, 3, NULL, d, &st), &st);
     vg_session *s = cf_session(g);
     RUN_INIT(s, g);
     EXPECT_VEC(s, d[0], 8, ((double[]){0, 0, 1, 1, 1, 1, 0, 0}), NOFEED);
