@@ -322,6 +322,8 @@ typedef struct node_attrs {
     tplan local_plans[32];
     vg__attr shapes; /* _output_shapes */
     vg__attr funcs[4]; /* function attrs (ATTR_FUNC) in place of the op's string attrs */
+    vg__attr vtypes;   /* a dataset op's output_types with its datasets as DT_VARIANT */
+    vg_dtype *vbuf;    /* vtypes' list (owned) */
 } node_attrs;
 
 /* ------------------------------------------------------------------------ */
@@ -361,12 +363,31 @@ static int cmp_attr(const void *a, const void *b) {
 }
 
 static void node_attrs_free(node_attrs *na) {
+    vg__free(na->vbuf);
     if (na->v != na->local) vg__free(na->v);
     if (na->plans != na->local_plans) vg__free(na->plans);
 }
 
+/* A dataset op's element of type VG_RESOURCE is a dataset (a window's components):
+ * TF 1.15 writes its type as DT_VARIANT (21) in output_types. Returns a, or the
+ * rewritten copy held in na; NULL when out of memory. */
+static const vg__attr *variant_types(node_attrs *na, const vg_op *op, const vg__attr *a) {
+    if (a->type != VG_ATTR_TYPE_LIST || strcmp(a->name, "output_types") != 0 || !strstr(op->def->type, "Dataset"))
+        return a;
+    const vg_dtype *t = a->u.list.p;
+    int n = a->u.list.n, k = 0;
+    while (k < n && t[k] != VG_RESOURCE) k++;
+    if (k == n) return a;
+    if (!(na->vbuf = vg__malloc((size_t)n * sizeof *na->vbuf))) return NULL;
+    for (int i = 0; i < n; i++) na->vbuf[i] = t[i] == VG_RESOURCE ? (vg_dtype)21 : t[i];
+    na->vtypes = *a;
+    na->vtypes.u.list.p = na->vbuf;
+    return &na->vtypes;
+}
+
 static bool node_attrs_init_lib(node_attrs *na, const vg_op *op, bool add_shapes, const xlib *lib) {
     int n = op->nattrs + (add_shapes ? 1 : 0);
+    na->vbuf = NULL;
     na->v = n <= 32 ? na->local : vg__malloc((size_t)n * sizeof *na->v);
     na->plans = n <= 32 ? na->local_plans : vg__malloc((size_t)n * sizeof *na->plans);
     if (!na->v || !na->plans) {
@@ -388,7 +409,11 @@ static bool node_attrs_init_lib(node_attrs *na, const vg_op *op, bool add_shapes
             na->v[na->n++] = f;
             continue;
         }
-        na->v[na->n++] = &op->attrs[i];
+        na->v[na->n++] = variant_types(na, op, &op->attrs[i]);
+        if (!na->v[na->n - 1]) {
+            node_attrs_free(na);
+            return false;
+        }
     }
     if (add_shapes) {
         memset(&na->shapes, 0, sizeof na->shapes);
