@@ -1406,22 +1406,6 @@ vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool d
     return finish(b);
 }
 
-/* A dataset op whose elements are the input's (reshuffle: -1 = no such attr). */
-/* A shape as Python's TensorShape prints it in TF 1.15: "()", "(3,)", "(?, 2)". */
-static const char *py_shape(const vg_shape *s, char *buf, size_t n) {
-    if (s->ndims < 0) {
-        snprintf(buf, n, "<unknown>");
-        return buf;
-    }
-    size_t o = (size_t)snprintf(buf, n, "(");
-    for (int i = 0; i < s->ndims && o < n; i++) {
-        if (s->dims[i] < 0) o += (size_t)snprintf(buf + o, n - o, "%s?", i ? ", " : "");
-        else o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)s->dims[i]);
-    }
-    if (o < n) snprintf(buf + o, n - o, s->ndims == 1 ? ",)" : ")");
-    return buf;
-}
-
 /* _is_padded_shape_compatible_with: same rank (when both known) and no known input
  * dimension larger than a known padded one. */
 static bool padded_shape_compatible(const vg_shape *padded, const vg_shape *in) {
@@ -1444,7 +1428,7 @@ vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size,
         if (padded_shapes && !padded_shape_compatible(&padded_shapes[c], &s[c])) {
             vg_graph_set_error(g, VG_INVALID_ARGUMENT,
                                "The padded shape %s is not compatible with the corresponding input component shape %s.",
-                               py_shape(&padded_shapes[c], b1, sizeof b1), py_shape(&s[c], b2, sizeof b2));
+                               vg__py_shape_str(&padded_shapes[c], b1, sizeof b1), vg__py_shape_str(&s[c], b2, sizeof b2));
             return (vg_output){NULL, 0};
         }
         if (padding_values && padding_values[c].op) {

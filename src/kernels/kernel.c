@@ -221,3 +221,17 @@ vg_output vg__build_simple(vg_graph *g, const char *type, const char *name, cons
                            int n) {
     return vg_out(vg_op_builder_finish(vg__builder_with_inputs(g, type, name, dflt, in, n)), 0);
 }
+
+char *vg__py_shape_str(const vg_shape *s, char *buf, size_t n) {
+    if (s->ndims < 0) {
+        snprintf(buf, n, "<unknown>");
+        return buf;
+    }
+    size_t o = (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < s->ndims && o < n; i++) {
+        if (s->dims[i] < 0) o += (size_t)snprintf(buf + o, n - o, "%s?", i ? ", " : "");
+        else o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)s->dims[i]);
+    }
+    if (o < n) snprintf(buf + o, n - o, s->ndims == 1 ? ",)" : ")");
+    return buf;
+}

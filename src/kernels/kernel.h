@@ -445,4 +445,8 @@ static inline vg_code vg__kctx_op_resource(vg__kctx *ctx, const char *prefix, in
     return vg__session_resource(vg__kctx_session(ctx), key, ops, create, (void *)op, out, vg__kctx_status(ctx));
 }
 
+/* s as TF 1.15's Python TensorShape prints it in error messages: "()", "(3,)",
+ * "(?, 2)", "<unknown>" for an unknown rank. Writes at most n bytes into buf; returns buf. */
+VG_HIDDEN char *vg__py_shape_str(const vg_shape *s, char *buf, size_t n);
+
 #endif

@@ -15,17 +15,6 @@
 
 #define NONE ((vg_output){NULL, 0})
 
-/* TF1's TensorShape str, as Python's ValueErrors print it: "(2, 3)", "(3,)", "(?, 3)". */
-static char *py_shape(const vg_shape *s, char *buf, size_t n) {
-    size_t pos = (size_t)snprintf(buf, n, "(");
-    for (int i = 0; i < s->ndims && pos < n; i++) {
-        if (s->dims[i] < 0) pos += (size_t)snprintf(buf + pos, n - pos, "%s?", i ? ", " : "");
-        else pos += (size_t)snprintf(buf + pos, n - pos, "%s%lld", i ? ", " : "", (long long)s->dims[i]);
-    }
-    if (pos < n) snprintf(buf + pos, n - pos, s->ndims == 1 ? ",)" : ")");
-    return buf;
-}
-
 static char *dims_str(const int64_t *d, int n, char *buf) {
     vg_shape s = vg_shape_make(d, n);
     return vg_shape_str(&s, buf, 128);
@@ -705,7 +694,7 @@ vg_output vg_boolean_mask_nd(vg_graph *g, vg_output tensor, vg_output mask, int 
             char b1[128], b2[128];
             vg_shape part = vg_shape_make(ts.dims + axis, ms.ndims);
             vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Shapes %s and %s are incompatible",
-                               py_shape(&part, b1, sizeof b1), py_shape(&ms, b2, sizeof b2));
+                               vg__py_shape_str(&part, b1, sizeof b1), vg__py_shape_str(&ms, b2, sizeof b2));
             return NONE;
         }
     }
