@@ -183,7 +183,7 @@ static void fused2_late_run(const fused2_case *c, fused2_run *r, int ms) {
 }
 
 /* Rank 0 gives up on a fused allreduce (run timeout 100 ms) that the other ranks join
- * 400 ms later: DEADLINE_EXCEEDED, and the request finishes on the communication
+ * 1000 ms later (the margin lets a loaded CI machine schedule rank 0 late): DEADLINE_EXCEEDED, and the request finishes on the communication
  * thread. Rank 0's next collective (a host allreduce) queues behind it: both ranks then
  * get the right sums, and the late ranks' fused results are right (rank 0's inputs
  * outlived its run). */
@@ -196,9 +196,9 @@ static void timeout_in(const vg_session_options *so) {
         ro.timeout_in_ms = 100;
         int64_t t0 = now_us();
         CHECK_CODE(vg_session_run(x.s, &ro, NULL, NULL, 0, x.f, x.out, 2, NULL, 0, NULL, &st), VG_DEADLINE_EXCEEDED);
-        CHECK(now_us() - t0 < 350000); /* gave up before the others came */
+        CHECK(now_us() - t0 < 900000); /* gave up before the others came */
     } else {
-        fused2_late_run(&c, &x, 400);
+        fused2_late_run(&c, &x, 1000);
     }
     fused2_close(&x);
     double v[3] = {1, R, 0.5};
